@@ -1,0 +1,45 @@
+/* nccl_loader.h — NCCL loaded at run time (dlopen), so gpucoll-bench and gpucoll-lua can time it
+ * beside gpucoll on the same buffers without a link-time dependency. The one place NCCL is used. */
+#ifndef GC_NCCL_LOADER_H
+#define GC_NCCL_LOADER_H
+
+#include <stddef.h>
+
+#include <mpi.h>
+
+#include "gpucoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gcb_nccl gcb_nccl_t;
+
+typedef enum gcb_coll {
+  GCB_ALLREDUCE,
+  GCB_REDUCESCATTER,
+  GCB_ALLGATHER,
+  GCB_BROADCAST,
+  GCB_NUM_COLLS
+} gcb_coll_t;
+
+/* Collective over `comm`: loads libnccl (GC_NCCL_LIBRARY, else libnccl.so.2), makes a unique id on
+ * rank 0, broadcasts it and initialises an NCCL communicator on `device`. Returns 0 and *out on
+ * success; else nonzero with a message in err (NCCL absent, no GPU, ...) — on every rank alike. */
+int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t errlen);
+
+/* Enqueues one collective with gpucoll's argument meaning (count = recvcount for reduce-scatter,
+ * sendcount for all-gather; root only for broadcast). Returns 0, or nonzero with a message. */
+int gcb_nccl_run(gcb_nccl_t *nccl, gcb_coll_t coll, const void *send, void *recv, size_t count,
+                 gc_dtype_t dtype, gc_op_t op, int root, void *stream, char *err, size_t errlen);
+
+/* "2.28.9" */
+const char *gcb_nccl_version(const gcb_nccl_t *nccl);
+
+void gcb_nccl_close(gcb_nccl_t *nccl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GC_NCCL_LOADER_H */

@@ -1,0 +1,228 @@
+/* gc_internal.h — what the modules of lib/ share: the communicator, errors, logging, parameters. */
+#ifndef GC_INTERNAL_H
+#define GC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpucoll.h"
+
+#define GC_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---------------------------------------------------------------------------------------------
+ * Parameters: every environment knob in one table, read once (params.c).
+ * XX(ID, environment variable, default as text, one-line doc)
+ * ------------------------------------------------------------------------------------------- */
+#define GC_PARAM_MAP(XX)                                                                              \
+  XX(DEBUG, "GC_DEBUG", "", "log level: WARN, INFO or TRACE (empty = silent)")                      \
+  XX(DEBUG_SUBSYS, "GC_DEBUG_SUBSYS", "ALL", "comma list of INIT,COLL,P2P,MPI,TUNE,MEM or ALL")     \
+  XX(ALGO, "GC_ALGO", "auto", "force an algorithm: auto, oneshot, twoshot, mpi, multimem")          \
+  XX(MAX_BLOCKS, "GC_MAX_BLOCKS", "0", "cap on the grid of every kernel (0 = dispatch table)")      \
+  XX(TIMEOUT_MS, "GC_TIMEOUT_MS", "120000", "bound on every wait for a peer, device or MPI (ms)")   \
+  XX(LOCAL_SIZE, "GC_LOCAL_SIZE", "0", "ranks per node; splits one host into nodes (0 = MPI)")      \
+  XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
+  XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
+  XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
+  XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")  \
+  XX(TUNE_FILE, "GC_TUNE_FILE", "", "dispatch table file to load at init (written by the tuner)")
+
+typedef enum gc__param {
+#define GC__PARAM_ENUM(id, env, def, doc) GC_PARAM_##id,
+  GC_PARAM_MAP(GC__PARAM_ENUM)
+#undef GC__PARAM_ENUM
+  GC_NUM_PARAMS
+} gc__param_t;
+
+GC_HIDDEN const char *gc__param_str(gc__param_t id);   /* value in force (env or default) */
+GC_HIDDEN int64_t gc__param_int(gc__param_t id);       /* the same parsed as an integer */
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging (log.c): GC_DEBUG level and GC_DEBUG_SUBSYS mask, tested before any formatting.
+ * ------------------------------------------------------------------------------------------- */
+enum { GC_LOG_NONE = 0, GC_LOG_WARN = 1, GC_LOG_INFO = 2, GC_LOG_TRACE = 3 };
+enum {
+  GC_SUB_INIT = 1u << 0,
+  GC_SUB_COLL = 1u << 1,
+  GC_SUB_P2P = 1u << 2,
+  GC_SUB_MPI = 1u << 3,
+  GC_SUB_TUNE = 1u << 4,
+  GC_SUB_MEM = 1u << 5,
+  GC_SUB_ALL = ~0u
+};
+GC_HIDDEN extern int gc__log_level;
+GC_HIDDEN extern unsigned gc__log_mask;
+GC_HIDDEN extern int gc__log_rank; /* world rank for the log prefix; -1 before init */
+GC_HIDDEN void gc__log_init(void);
+GC_HIDDEN void gc__log(int level, unsigned subsys, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#define GC__LOG(level, sub, ...)                                                     \
+  do {                                                                               \
+    if (gc__log_level >= (level) && (gc__log_mask & (sub)))                          \
+      gc__log((level), (sub), __FILE__, __LINE__, __VA_ARGS__);                      \
+  } while (0)
+#define GC_WARN(sub, ...) GC__LOG(GC_LOG_WARN, sub, __VA_ARGS__)
+#define GC_INFO(sub, ...) GC__LOG(GC_LOG_INFO, sub, __VA_ARGS__)
+#define GC_TRACE(sub, ...) GC__LOG(GC_LOG_TRACE, sub, __VA_ARGS__)
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors (errors.c). GC_FAIL records the message where the error starts (in the communicator,
+ * or per thread when comm is NULL), logs it once at WARN, and returns the code. Callers above
+ * propagate the code with GC_CHECK, which only leaves a TRACE line.
+ * ------------------------------------------------------------------------------------------- */
+GC_HIDDEN gc_result_t gc__fail(gc_comm_t comm, gc_result_t code, const char *file, int line,
+                               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+GC_HIDDEN void gc__clear_error(gc_comm_t comm);
+#define GC_FAIL(comm, code, ...) gc__fail((comm), (code), __FILE__, __LINE__, __VA_ARGS__)
+
+#define GC_CHECK(expr)                                                                  \
+  do {                                                                                  \
+    gc_result_t gc_r_ = (expr);                                                         \
+    if (gc_r_ != GC_SUCCESS) {                                                          \
+      GC_TRACE(GC_SUB_ALL, "%s -> %s", #expr, gc_result_name(gc_r_));                   \
+      return gc_r_;                                                                     \
+    }                                                                                   \
+  } while (0)
+
+#define GC_CUDA_CHECK(comm, call)                                                       \
+  do {                                                                                  \
+    cudaError_t gc_e_ = (call);                                                         \
+    if (gc_e_ != cudaSuccess)                                                           \
+      return GC_FAIL((comm), GC_ERR_CUDA, "%s failed: %s (%s)", #call,                  \
+                     cudaGetErrorString(gc_e_), cudaGetErrorName(gc_e_));               \
+  } while (0)
+
+/* MPI return codes; the communicators gpucoll uses are set to MPI_ERRORS_RETURN. */
+GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call, const char *file,
+                                   int line);
+#define GC_MPI_CHECK(comm, call)                                                        \
+  do {                                                                                  \
+    int gc_m_ = (call);                                                                 \
+    if (gc_m_ != MPI_SUCCESS) return gc__mpi_fail((comm), gc_m_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+/* ---------------------------------------------------------------------------------------------
+ * The communicator.
+ * ------------------------------------------------------------------------------------------- */
+#define GC_COMM_MAGIC 0x67636f6du /* "gcom" */
+
+/* A buffer from gc_mem_alloc: its base on every local rank, mapped into this process. */
+typedef struct gc__symmetric {
+  struct gc__symmetric *next;
+  char *base[GC_MAX_LOCAL_RANKS]; /* base[local_rank] is our own allocation */
+  size_t bytes;
+  bool device;
+} gc__symmetric_t;
+
+/* Device-side state shared with the kernels; see transport.c for the layout. */
+typedef struct gc__transport {
+  size_t staging_bytes;                      /* per rank */
+  char *staging[GC_MAX_LOCAL_RANKS];         /* every local rank's staging area, mapped */
+  uint32_t *signals[GC_MAX_LOCAL_RANKS];     /* every local rank's signal area, mapped */
+  uint32_t *error_host;                      /* host-mapped flag kernels write on a timeout */
+  uint32_t *error_dev;                       /* the same flag as seen by the device */
+  uint64_t timeout_ns;
+} gc__transport_t;
+
+struct gc_comm {
+  uint32_t magic;
+  MPI_Comm mpi;       /* our duplicate of the user's communicator, MPI_ERRORS_RETURN */
+  MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
+  int rank, size;
+  int local_rank, local_size, node_count;
+  int device;         /* -1: host-only rank */
+  int sm_count;
+  int cuda_aware;     /* MPI takes device pointers */
+  int all_gpu;        /* every rank of the communicator has a GPU */
+  int p2p_ready;      /* one node, every pair of GPUs reaches each other: kernels usable */
+  int peer_access[GC_MAX_LOCAL_RANKS];
+  cudaStream_t stream;   /* the communicator's own stream */
+  gc__transport_t tp;
+  gc__symmetric_t *symmetric;
+  gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
+  int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
+  int timeout_ms;
+  gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
+  void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
+  size_t mpi_stage_bytes;
+  char *algo_table_text;
+  char last_error[1024];
+};
+
+/* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
+GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);
+
+/* ---------------------------------------------------------------------------------------------
+ * Element conversions and the host epilogue (types.c): used by the MPI path and the tests.
+ * ------------------------------------------------------------------------------------------- */
+GC_HIDDEN int gc__dtype_reducible(gc_dtype_t dtype);
+GC_HIDDEN int gc__dtype_is_float(gc_dtype_t dtype);
+GC_HIDDEN int gc__dtype_valid(gc_dtype_t dtype);
+/* Reads element i of a host array of dtype as double / writes it with round-to-nearest-even
+ * (saturating for fp8, wrapping for integers). */
+GC_HIDDEN double gc__load_double(const void *buf, size_t i, gc_dtype_t dtype);
+GC_HIDDEN void gc__store_double(void *buf, size_t i, gc_dtype_t dtype, double v);
+
+/* ---------------------------------------------------------------------------------------------
+ * Modules.
+ * ------------------------------------------------------------------------------------------- */
+/* transport.c: IPC buffers, signals, peer probe, symmetric allocations. */
+GC_HIDDEN gc_result_t gc__transport_init(gc_comm_t comm);
+GC_HIDDEN void gc__transport_destroy(gc_comm_t comm);
+/* Finds ptr inside a gc_mem_alloc buffer: peers[r] = the same offset in rank r's buffer. */
+GC_HIDDEN bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
+                                    void *peers[GC_MAX_LOCAL_RANKS]);
+
+/* bootstrap.c: the MPI control plane. */
+GC_HIDDEN gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg);
+GC_HIDDEN void gc__boot_destroy(gc_comm_t comm);
+GC_HIDDEN gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all,
+                                               size_t bytes);
+GC_HIDDEN gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes);
+GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
+GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
+GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
+GC_HIDDEN int gc__boot_query_cuda_aware(void);
+
+/* fallback.c: the MPI path. Pointers may be host or device memory; device memory goes through
+ * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one
+ * chunk overlapped with the communication of the previous one. Every call completes (stream
+ * synchronized) before it returns. opts carries the epilogue (already validated). */
+GC_HIDDEN gc_result_t gc__mpi_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count,
+                                        gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
+                                        cudaStream_t stream);
+/* Reduce-scatter with per-rank counts (counts[r] elements to rank r, taken in rank order from
+ * send); recv gets counts[rank] elements. */
+GC_HIDDEN gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,
+                                            const size_t *counts, gc_dtype_t dtype, gc_op_t op,
+                                            const gc_options_t *opts, cudaStream_t stream);
+GC_HIDDEN gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size_t count,
+                                        gc_dtype_t dtype, cudaStream_t stream);
+GC_HIDDEN gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count,
+                                        gc_dtype_t dtype, int root, cudaStream_t stream);
+GC_HIDDEN void gc__mpi_release(gc_comm_t comm); /* frees the pinned chunks */
+
+/* dispatch.c: algorithm and grid from (GPU count, bytes); identical on every rank. */
+typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST,
+               GC_NUM_COLLS } gc__coll_t;
+typedef struct gc__plan {
+  gc_algo_t algo;
+  int blocks;
+  int threads;
+} gc__plan_t;
+GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes,
+                                   const gc_options_t *opts, gc__plan_t *plan);
+GC_HIDDEN gc_result_t gc__dispatch_init(gc_comm_t comm);
+GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);
+
+/* Pointer classification (memory.c). */
+typedef enum { GC_PTR_HOST, GC_PTR_DEVICE_OWN, GC_PTR_DEVICE_OTHER } gc__ptr_kind_t;
+GC_HIDDEN gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr);
+
+/* Is a multicast kill switch set? Writes the variable's name (kept for the message). */
+GC_HIDDEN bool gc__multicast_kill_switch(const char **which);
+
+#endif /* GC_INTERNAL_H */

@@ -1,0 +1,295 @@
+/* gpucoll.h — the one public header of gpucoll, multi-GPU collectives for MPI applications. */
+#ifndef GPUCOLL_H
+#define GPUCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Contract
+ * --------
+ * - One MPI rank per GPU. gc_comm_init is collective over the MPI communicator it is given.
+ * - Collectives take NCCL's argument order (send, recv, count, dtype, op, comm, stream), are
+ *   enqueued on `stream` (a cudaStream_t passed as void*, NULL = the legacy default stream) and
+ *   return before the data has moved when pointers are on the device. Host pointers (and every
+ *   pointer on a rank without a GPU) take the MPI path, which completes before the call returns.
+ * - In place when send == recv (for reduce-scatter and all-gather: when send is the rank's own
+ *   slice of recv, as in NCCL). Any other overlap of send and recv is GC_ERR_INVALID_ARGUMENT.
+ * - Every rank of a communicator must make the same sequence of collective calls with the same
+ *   count, dtype, op, root and options; the launch configuration is chosen identically on all ranks.
+ * - Errors found on the device (a peer that never arrived within GC_TIMEOUT_MS) make the kernel
+ *   exit and are reported by the next call on the communicator or by gc_synchronize as
+ *   GC_ERR_TIMEOUT; the communicator must then be destroyed (or aborted).
+ * - A communicator is not thread safe: one host thread at a time may call into it.
+ * - Outputs of functions are written only on success; only *_destroy / *_free release what
+ *   *_init / *_alloc made.
+ */
+
+#define GC_VERSION_MAJOR 0
+#define GC_VERSION_MINOR 1
+#define GC_VERSION_PATCH 0
+#define GC_VERSION_CODE (GC_VERSION_MAJOR * 10000 + GC_VERSION_MINOR * 100 + GC_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define GC_API
+#elif defined(__GNUC__)
+#define GC_API __attribute__((visibility("default")))
+#else
+#define GC_API
+#endif
+
+/* Largest number of GPUs (ranks) of one node that the peer-to-peer kernels serve. */
+#define GC_MAX_LOCAL_RANKS 8
+
+/* ---------------------------------------------------------------------------------------------
+ * Result codes: one list generates the enum, the names and the messages.
+ * ------------------------------------------------------------------------------------------- */
+#define GC_RESULT_MAP(XX)                                                                          \
+  XX(SUCCESS, 0, "success")                                                                        \
+  XX(ERR_INVALID_ARGUMENT, 1, "invalid argument; gc_comm_last_error() says which")                  \
+  XX(ERR_INVALID_USAGE, 2, "invalid usage of the API; gc_comm_last_error() says what")              \
+  XX(ERR_UNSUPPORTED, 3, "not supported in this build or on this system; see gc_comm_last_error()") \
+  XX(ERR_CUDA, 4, "a CUDA call failed; set GC_DEBUG=WARN for details")                              \
+  XX(ERR_MPI, 5, "an MPI call failed; set GC_DEBUG=WARN for details")                               \
+  XX(ERR_SYSTEM, 6, "a system call or allocation failed; set GC_DEBUG=WARN for details")            \
+  XX(ERR_TIMEOUT, 7, "a peer did not arrive within GC_TIMEOUT_MS; destroy the communicator")        \
+  XX(ERR_REMOTE, 8, "another rank failed; check its log (GC_DEBUG=WARN)")                           \
+  XX(ERR_INTERNAL, 9, "internal error in gpucoll; please report it with GC_DEBUG=INFO output")
+
+typedef enum gc_result {
+#define GC__RESULT_ENUM(name, value, msg) GC_##name = value,
+  GC_RESULT_MAP(GC__RESULT_ENUM)
+#undef GC__RESULT_ENUM
+  GC_NUM_RESULTS
+} gc_result_t;
+
+/* "GC_ERR_TIMEOUT" for GC_ERR_TIMEOUT; "GC_UNKNOWN_RESULT" outside the list. */
+GC_API const char *gc_result_name(gc_result_t result);
+/* One sentence on what the code means and what to do next. */
+GC_API const char *gc_strerror(gc_result_t result);
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types and reduction operators.
+ * XX(ENUM_SUFFIX, short name, size in bytes, reducible)
+ * ------------------------------------------------------------------------------------------- */
+#define GC_DTYPE_MAP(XX)              \
+  XX(FLOAT32, "float32", 4, 1)        \
+  XX(FLOAT16, "float16", 2, 1)        \
+  XX(BFLOAT16, "bfloat16", 2, 1)      \
+  XX(FLOAT64, "float64", 8, 1)        \
+  XX(INT32, "int32", 4, 1)            \
+  XX(INT64, "int64", 8, 1)            \
+  XX(UINT8, "uint8", 1, 1)            \
+  XX(FP8_E4M3, "fp8_e4m3", 1, 0)      \
+  XX(FP8_E5M2, "fp8_e5m2", 1, 0)
+
+typedef enum gc_dtype {
+  GC_DTYPE_SAME = -1, /* in gc_options_t.out_dtype: the input dtype */
+#define GC__DTYPE_ENUM(name, str, size, reducible) GC_##name,
+  GC_DTYPE_MAP(GC__DTYPE_ENUM)
+#undef GC__DTYPE_ENUM
+  GC_NUM_DTYPES
+} gc_dtype_t;
+
+#define GC_OP_MAP(XX) \
+  XX(SUM, "sum")      \
+  XX(PROD, "prod")    \
+  XX(MIN, "min")      \
+  XX(MAX, "max")      \
+  XX(AVG, "avg")
+
+typedef enum gc_op {
+#define GC__OP_ENUM(name, str) GC_##name,
+  GC_OP_MAP(GC__OP_ENUM)
+#undef GC__OP_ENUM
+  GC_NUM_OPS
+} gc_op_t;
+
+/* Algorithms. AUTO picks from the dispatch table (GPU count, bytes); GC_ALGO overrides it. */
+#define GC_ALGO_MAP(XX)                                                                         \
+  XX(AUTO, "auto", "dispatch table (GPU count, bytes)")                                         \
+  XX(ONESHOT, "oneshot", "every rank reads all peers and reduces its whole output")             \
+  XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
+  XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
+  XX(MULTIMEM, "multimem", "NVLink multicast; off unless GC_MULTIMEM=1 and no kill switch set")
+
+typedef enum gc_algo {
+#define GC__ALGO_ENUM(name, str, doc) GC_ALGO_##name,
+  GC_ALGO_MAP(GC__ALGO_ENUM)
+#undef GC__ALGO_ENUM
+  GC_NUM_ALGOS
+} gc_algo_t;
+
+/* Names and sizes; the *_from_name functions return GC_ERR_INVALID_ARGUMENT for unknown names. */
+GC_API const char *gc_dtype_name(gc_dtype_t dtype); /* "bfloat16"; NULL when out of range */
+GC_API size_t gc_dtype_size(gc_dtype_t dtype);      /* bytes per element; 0 when out of range */
+GC_API const char *gc_op_name(gc_op_t op);
+GC_API const char *gc_algo_name(gc_algo_t algo);
+GC_API gc_result_t gc_dtype_from_name(const char *name, gc_dtype_t *out);
+GC_API gc_result_t gc_op_from_name(const char *name, gc_op_t *out);
+GC_API gc_result_t gc_algo_from_name(const char *name, gc_algo_t *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Version, parameters, communicator.
+ * ------------------------------------------------------------------------------------------- */
+GC_API const char *gc_get_version(void); /* "0.1.0" */
+
+/* The table of every environment knob (name, value in force, default, one-line doc), one row
+ * a line. The string is owned by the library and valid for the life of the process. */
+GC_API const char *gc_params_table(void);
+
+typedef struct gc_comm *gc_comm_t;
+
+#define GC_CONFIG_VERSION 1
+typedef struct gc_config {
+  unsigned version;     /* GC_CONFIG_VERSION */
+  int device;           /* CUDA device to use; -1 = local rank modulo the device count */
+  int use_gpu;          /* 0 = host-only rank even if GPUs are present (MPI path for everything) */
+  int local_size;       /* ranks per node; 0 = GC_LOCAL_SIZE or MPI_Comm_split_type(SHARED) */
+  size_t staging_bytes; /* per-rank registered staging area; 0 = GC_STAGING_BYTES */
+  int timeout_ms;       /* bound on every device-side wait; 0 = GC_TIMEOUT_MS */
+} gc_config_t;
+#define GC_CONFIG_INIT {GC_CONFIG_VERSION, -1, 1, 0, 0, 0}
+
+/* Collective over `comm` (which is duplicated; the caller keeps ownership of its handle).
+ * *out is written only on success. cfg == NULL means defaults. */
+GC_API gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm comm, const gc_config_t *cfg);
+/* The same with a Fortran handle (MPI_Comm_c2f), for bindings such as mpi4py's. */
+GC_API gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint comm, const gc_config_t *cfg);
+/* Collective: waits for outstanding work, unmaps peers, frees everything init made. */
+GC_API gc_result_t gc_comm_destroy(gc_comm_t comm);
+/* Not collective: tells device waiters to stop, then MPI_Abort()s the duplicated communicator.
+ * For a rank that knows its peers will never arrive. Does not return on success. */
+GC_API gc_result_t gc_comm_abort(gc_comm_t comm, int errorcode);
+
+/* The detailed message of the last failed call on `comm` (or of the calling thread when comm is
+ * NULL or the failure was in gc_comm_init). Never NULL; "" when nothing failed. */
+GC_API const char *gc_comm_last_error(gc_comm_t comm);
+
+/* Queries. */
+GC_API gc_result_t gc_comm_rank(gc_comm_t comm, int *out);
+GC_API gc_result_t gc_comm_size(gc_comm_t comm, int *out);
+GC_API gc_result_t gc_comm_local_rank(gc_comm_t comm, int *out);
+GC_API gc_result_t gc_comm_local_size(gc_comm_t comm, int *out);
+GC_API gc_result_t gc_comm_node_count(gc_comm_t comm, int *out);
+/* The CUDA device this rank uses; -1 for a host-only rank. */
+GC_API gc_result_t gc_comm_device(gc_comm_t comm, int *out);
+/* 1 when this rank's GPU can read and write the GPU of local rank `peer` (probed with an IPC
+ * open, not only cudaDeviceCanAccessPeer); 1 for peer == own local rank when on a GPU. */
+GC_API gc_result_t gc_comm_peer_access(gc_comm_t comm, int peer, int *out);
+/* 1 when every local GPU reaches every other: the peer-to-peer kernels are usable. */
+GC_API gc_result_t gc_comm_p2p_ready(gc_comm_t comm, int *out);
+/* 1 when the MPI library handles device pointers itself (MPIX_Query_cuda_support or MPICH's). */
+GC_API gc_result_t gc_comm_cuda_aware_mpi(gc_comm_t comm, int *out);
+/* A non-blocking stream owned by the communicator (NULL on host-only ranks), for callers that
+ * have none of their own. */
+GC_API gc_result_t gc_comm_stream(gc_comm_t comm, void **out);
+/* The dispatch table in force, as text (one row a line). Owned by the communicator. */
+GC_API const char *gc_comm_algo_table(gc_comm_t comm);
+
+/* Waits for `stream`, then reports any error a kernel recorded (GC_ERR_TIMEOUT). */
+GC_API gc_result_t gc_synchronize(gc_comm_t comm, void *stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-call options and the elementwise epilogue (the C form of an output lambda):
+ *   out[i] = cast<out_dtype>( reduced[i] * scale + add[i] )
+ * scale == 1 and add == NULL leave values as they are; add has the collective's input dtype and
+ * one element per output element. GC_AVG is GC_SUM with scale 1/nranks. When out_dtype differs
+ * from the input dtype, send and recv must not overlap.
+ * ------------------------------------------------------------------------------------------- */
+#define GC_OPTIONS_VERSION 1
+typedef struct gc_options {
+  unsigned version;     /* GC_OPTIONS_VERSION */
+  gc_algo_t algo;       /* GC_ALGO_AUTO = dispatch table */
+  int max_blocks;       /* upper bound on the grid; 0 = dispatch table */
+  int pdl;              /* 1 = programmatic dependent launch (overlap with the previous kernel) */
+  double scale;         /* epilogue multiplier */
+  const void *add;      /* epilogue addend (bias / residual), input dtype, or NULL */
+  gc_dtype_t out_dtype; /* dtype of recv; GC_DTYPE_SAME = input dtype */
+} gc_options_t;
+#define GC_OPTIONS_INIT {GC_OPTIONS_VERSION, GC_ALGO_AUTO, 0, 0, 1.0, NULL, GC_DTYPE_SAME}
+
+/* ---------------------------------------------------------------------------------------------
+ * Collectives. Counts are elements. opts == NULL means GC_OPTIONS_INIT.
+ * ------------------------------------------------------------------------------------------- */
+GC_API gc_result_t gc_allreduce(const void *sendbuf, void *recvbuf, size_t count, gc_dtype_t dtype,
+                                gc_op_t op, gc_comm_t comm, void *stream);
+GC_API gc_result_t gc_allreduce_ex(const void *sendbuf, void *recvbuf, size_t count,
+                                   gc_dtype_t dtype, gc_op_t op, gc_comm_t comm, void *stream,
+                                   const gc_options_t *opts);
+
+/* sendbuf holds size * recvcount elements; rank r receives the reduction of elements
+ * [r * recvcount, (r + 1) * recvcount). In place when sendbuf + rank * recvcount == recvbuf. */
+GC_API gc_result_t gc_reducescatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                    gc_dtype_t dtype, gc_op_t op, gc_comm_t comm, void *stream);
+GC_API gc_result_t gc_reducescatter_ex(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                       gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
+                                       void *stream, const gc_options_t *opts);
+
+/* 2-D reduce-scatter of a row-major rows x cols matrix (the same shape on every rank).
+ * axis 0: rank r receives rows [gc_partition(rows)) as a contiguous block x cols;
+ * axis 1: rank r receives columns [gc_partition(cols)) of every row, row-major rows x block.
+ * Uneven splits: see gc_partition. The epilogue's add vector has the output's shape. */
+GC_API gc_result_t gc_reducescatter_2d(const void *sendbuf, void *recvbuf, size_t rows,
+                                       size_t cols, int axis, gc_dtype_t dtype, gc_op_t op,
+                                       gc_comm_t comm, void *stream, const gc_options_t *opts);
+
+/* recvbuf holds size * sendcount elements, rank r's contribution at r * sendcount.
+ * In place when sendbuf == recvbuf + rank * sendcount. */
+GC_API gc_result_t gc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                gc_dtype_t dtype, gc_comm_t comm, void *stream);
+GC_API gc_result_t gc_allgather_ex(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                   gc_dtype_t dtype, gc_comm_t comm, void *stream,
+                                   const gc_options_t *opts);
+
+/* sendbuf is read on root only (may be NULL elsewhere); in place on root when send == recv. */
+GC_API gc_result_t gc_broadcast(const void *sendbuf, void *recvbuf, size_t count, gc_dtype_t dtype,
+                                int root, gc_comm_t comm, void *stream);
+GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t count,
+                                   gc_dtype_t dtype, int root, gc_comm_t comm, void *stream,
+                                   const gc_options_t *opts);
+
+/* How `total` items split over `parts` parts: the first total % parts parts get one more.
+ * Writes the offset and length of part `index`. */
+GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, size_t *length);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory. gc_mem_alloc is collective and symmetric: every rank asks for the same size, and the
+ * collectives use such buffers in place (zero-copy) instead of copying through staging.
+ * On a host-only rank it returns host memory. gc_mem_free is collective too.
+ * gc_buffer_alloc is local: device memory of the communicator's GPU (on_device = 1) or pinned
+ * host memory (on_device = 0; plain host memory on host-only ranks).
+ * ------------------------------------------------------------------------------------------- */
+GC_API gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out);
+GC_API gc_result_t gc_mem_free(gc_comm_t comm, void *ptr);
+GC_API gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **out);
+GC_API gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr);
+/* Blocking copy between any two pointers (host or device). */
+GC_API gc_result_t gc_memcpy(gc_comm_t comm, void *dst, const void *src, size_t bytes);
+/* Fills buf (host or device) with count values of dtype drawn from a generator keyed by
+ * (seed, index): floats uniform in [-1, 1), integers in [-8, 8) (uint8 in [0, 16)). */
+GC_API gc_result_t gc_fill_random(gc_comm_t comm, void *buf, size_t count, gc_dtype_t dtype,
+                                  uint64_t seed);
+
+/* ---------------------------------------------------------------------------------------------
+ * Timing, for gpucoll-bench, gpucoll-lua and the bindings. `fn(arg, stream)` enqueues one
+ * operation on `stream`. gc_time runs `warmup` calls, then times `iters` back-to-back calls with
+ * CUDA events (graph = 0) or captures `iters` calls into one CUDA graph and times its replay
+ * (graph = 1). The result is microseconds per call, the maximum over the ranks of `comm`.
+ * Collective. On host-only ranks it uses the wall clock between barriers; graph is then refused.
+ * ------------------------------------------------------------------------------------------- */
+typedef gc_result_t (*gc_timed_fn)(void *arg, void *stream);
+GC_API gc_result_t gc_time(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int warmup,
+                           int iters, int graph, double *us_per_call);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUCOLL_H */
