@@ -154,6 +154,8 @@ struct gc_comm {
 
 /* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
 GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);
+/* GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout. */
+GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
 
 /* ---------------------------------------------------------------------------------------------
  * Element conversions and the host epilogue (types.c): used by the MPI path and the tests.
@@ -172,6 +174,7 @@ GC_HIDDEN void gc__store_double(void *buf, size_t i, gc_dtype_t dtype, double v)
 /* transport.c: IPC buffers, signals, peer probe, symmetric allocations. */
 GC_HIDDEN gc_result_t gc__transport_init(gc_comm_t comm);
 GC_HIDDEN void gc__transport_destroy(gc_comm_t comm);
+GC_HIDDEN void gc__symmetric_release_all(gc_comm_t comm);
 /* Finds ptr inside a gc_mem_alloc buffer: peers[r] = the same offset in rank r's buffer. */
 GC_HIDDEN bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
                                     void *peers[GC_MAX_LOCAL_RANKS]);

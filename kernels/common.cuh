@@ -1,0 +1,304 @@
+// common.cuh — what every collective kernel shares: 16-byte packs, accumulation and reduction
+// ops, the epilogue store, the bounded cross-GPU barrier, and the dtype list that drives
+// instantiation.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "kernels.h"
+
+namespace gc {
+
+// ---- instantiation lists -------------------------------------------------------------------
+// XX(dtype code, storage type, accumulator type). fp8 is never reduced, only moved or produced.
+#define GC_REDUCE_DTYPES(XX)             \
+  XX(GC_FLOAT32, float, float)           \
+  XX(GC_FLOAT16, __half, float)          \
+  XX(GC_BFLOAT16, __nv_bfloat16, float)  \
+  XX(GC_FLOAT64, double, double)         \
+  XX(GC_INT32, int32_t, int64_t)         \
+  XX(GC_INT64, int64_t, int64_t)         \
+  XX(GC_UINT8, uint8_t, int64_t)
+
+// Sum gets its own instantiation (the hot path); the other ops share one that switches on the op
+// at run time, a uniform branch that costs nothing next to an NVLink load.
+enum OpKind { OPK_SUM = 0, OPK_ANY = 1 };
+
+#define GC_LAUNCH_BOUNDS __launch_bounds__(GC_KTHREADS)
+
+__host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+// ---- packs ---------------------------------------------------------------------------------
+// E elements of T moved as one 16-byte access when VEC, one element otherwise.
+template <typename T, bool VEC>
+struct alignas(VEC ? 16 : alignof(T)) Pack {
+  static constexpr int E = VEC ? 16 / sizeof(T) : 1;
+  T v[E];
+  __device__ __forceinline__ void load(const T *p) {
+    if constexpr (VEC) *reinterpret_cast<uint4 *>(v) = *reinterpret_cast<const uint4 *>(p);
+    else v[0] = *p;
+  }
+  __device__ __forceinline__ void store(T *p) const {
+    if constexpr (VEC) *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(v);
+    else *p = v[0];
+  }
+};
+
+__host__ __device__ __forceinline__ size_t dtype_size(int dt) {
+  switch (dt) {
+    case GC_FLOAT64: case GC_INT64: return 8;
+    case GC_FLOAT32: case GC_INT32: return 4;
+    case GC_FLOAT16: case GC_BFLOAT16: return 2;
+    default: return 1;
+  }
+}
+
+// ---- conversions ---------------------------------------------------------------------------
+template <typename A, typename T> __device__ __forceinline__ A to_acc(T x) { return (A)x; }
+template <> __device__ __forceinline__ float to_acc<float, __half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float to_acc<float, __nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T, typename A> __device__ __forceinline__ T from_acc(A x) { return (T)x; }
+template <> __device__ __forceinline__ __half from_acc<__half, float>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16, float>(float x) { return __float2bfloat16_rn(x); }
+
+// Element i of a buffer of run-time dtype `dt`, as float / double / integer accumulators.
+__device__ __forceinline__ double load_as_double(const void *p, size_t i, int dt) {
+  switch (dt) {
+    case GC_FLOAT32: return ((const float *)p)[i];
+    case GC_FLOAT16: return __half2float(((const __half *)p)[i]);
+    case GC_BFLOAT16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case GC_FLOAT64: return ((const double *)p)[i];
+    case GC_INT32: return ((const int32_t *)p)[i];
+    case GC_INT64: return (double)((const int64_t *)p)[i];
+    case GC_UINT8: return ((const uint8_t *)p)[i];
+    case GC_FP8_E4M3: return (float)((const __nv_fp8_e4m3 *)p)[i];
+    case GC_FP8_E5M2: return (float)((const __nv_fp8_e5m2 *)p)[i];
+  }
+  return 0;
+}
+
+// Stores a float accumulator as `dt`, rounding to nearest even (fp8: saturating to finite).
+__device__ __forceinline__ void store_float(void *p, size_t i, int dt, float x) {
+  switch (dt) {
+    case GC_FLOAT32: ((float *)p)[i] = x; break;
+    case GC_FLOAT16: ((__half *)p)[i] = __float2half_rn(x); break;
+    case GC_BFLOAT16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(x); break;
+    case GC_FLOAT64: ((double *)p)[i] = x; break;
+    case GC_FP8_E4M3: ((__nv_fp8_storage_t *)p)[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3); break;
+    case GC_FP8_E5M2: ((__nv_fp8_storage_t *)p)[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2); break;
+  }
+}
+
+__device__ __forceinline__ void store_double(void *p, size_t i, int dt, double x) {
+  switch (dt) {
+    case GC_FLOAT32: ((float *)p)[i] = (float)x; break;
+    case GC_FLOAT16: ((__half *)p)[i] = __double2half(x); break;
+    case GC_BFLOAT16: ((__nv_bfloat16 *)p)[i] = __double2bfloat16(x); break;
+    case GC_FLOAT64: ((double *)p)[i] = x; break;
+    case GC_FP8_E4M3: ((__nv_fp8_storage_t *)p)[i] = __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3); break;
+    case GC_FP8_E5M2: ((__nv_fp8_storage_t *)p)[i] = __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2); break;
+  }
+}
+
+// ---- reduction -----------------------------------------------------------------------------
+// Integers accumulate in 64 bits with two's-complement wrap (unsigned arithmetic, no UB).
+template <typename A> __device__ __forceinline__ A op_sum(A a, A b) { return a + b; }
+template <> __device__ __forceinline__ int64_t op_sum(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+template <> __device__ __forceinline__ float op_sum(float a, float b) { return __fadd_rn(a, b); }
+template <> __device__ __forceinline__ double op_sum(double a, double b) { return __dadd_rn(a, b); }
+template <typename A> __device__ __forceinline__ A op_prod(A a, A b) { return a * b; }
+template <> __device__ __forceinline__ int64_t op_prod(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+template <> __device__ __forceinline__ float op_prod(float a, float b) { return __fmul_rn(a, b); }
+template <> __device__ __forceinline__ double op_prod(double a, double b) { return __dmul_rn(a, b); }
+
+template <typename A, int OPK>
+__device__ __forceinline__ A combine(A acc, A x, int op) {
+  if constexpr (OPK == OPK_SUM) {
+    return op_sum(acc, x);
+  } else {
+    switch (op) {
+      case GC_PROD: return op_prod(acc, x);
+      case GC_MIN: return x < acc ? x : acc;
+      case GC_MAX: return x > acc ? x : acc;
+      default: return op_sum(acc, x); // GC_SUM, GC_AVG
+    }
+  }
+}
+
+// The epilogue on one accumulated value of element i, stored into out[i] in ep.out_dtype.
+// Separate multiply and add (no FMA contraction) so the host's MPI path rounds identically.
+template <typename T, typename A>
+__device__ __forceinline__ void finish(A acc, size_t i, const gc_kepilogue_t &ep, int op, int nranks, void *out) {
+  if constexpr (sizeof(A) == 8 && !std::is_floating_point<A>::value) {
+    if (op == GC_AVG) acc = acc / nranks;
+    if (ep.add) acc = op_sum(acc, (A)((const T *)ep.add)[i]);
+    ((T *)out)[i] = (T)acc;
+  } else if constexpr (std::is_same<A, double>::value) {
+    if (ep.apply_scale) acc = __dmul_rn(acc, ep.scale);
+    if (ep.add) acc = __dadd_rn(acc, ((const double *)ep.add)[i]);
+    store_double(out, i, ep.out_dtype, acc);
+  } else {
+    if (ep.apply_scale) acc = __fmul_rn(acc, (float)ep.scale);
+    if (ep.add) acc = __fadd_rn(acc, to_acc<float>(((const T *)ep.add)[i]));
+    store_float(out, i, ep.out_dtype, acc);
+  }
+}
+
+// Reduces the pack at element `el` over every rank's input, in rank order 0..n-1, so every rank
+// computes the same bits. All loads are issued before the first use.
+template <typename T, typename A, int OPK, bool VEC>
+__device__ __forceinline__ void reduce_at(const gc_kargs_t &a, size_t el, A (&acc)[Pack<T, VEC>::E]) {
+  constexpr int E = Pack<T, VEC>::E;
+  Pack<T, VEC> v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+  for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+    if (p < a.peers.nranks) v[p].load((const T *)a.in[p] + el);
+#pragma unroll
+  for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
+#pragma unroll
+  for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+    if (p < a.peers.nranks)
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+}
+
+// True when results go out as they are: no epilogue, no cast, no integer average, and an output
+// the pack can be stored to in one access.
+template <typename T, typename A>
+__device__ __forceinline__ bool is_plain(const gc_kargs_t &a, const void *out) {
+  bool integer_avg = !std::is_floating_point<A>::value && a.op == GC_AVG;
+  return !a.ep.apply_scale && !a.ep.add && a.ep.out_dtype == a.dtype && !integer_avg && aligned16(out);
+}
+
+// Writes a reduced pack to out at element `el`: one store when plain, else element by element
+// through the epilogue (which indexes the add vector with the same element number).
+template <typename T, typename A, bool VEC>
+__device__ __forceinline__ void store_at(const gc_kargs_t &a, size_t el, const A (&acc)[Pack<T, VEC>::E], void *out,
+                                         bool plain) {
+  constexpr int E = Pack<T, VEC>::E;
+  if (plain) {
+    Pack<T, VEC> r;
+#pragma unroll
+    for (int e = 0; e < E; e++) r.v[e] = from_acc<T>(acc[e]);
+    r.store((T *)out + el);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; e++) finish<T, A>(acc[e], el + e, a.ep, a.op, a.peers.nranks, out);
+  }
+}
+
+// ---- barrier -------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
+struct Sync {
+  const gc_kpeers_t &P;
+  uint32_t epoch;
+  __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
+    epoch = P.sig[P.rank]->epoch[blockIdx.x];
+  }
+  // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
+  // (release: this block's earlier writes are visible first) and waits for peer p's word
+  // (acquire: the peer's earlier writes are visible after). Bounded: past timeout_ns, or once
+  // the communicator is aborted, the error flag is set and the block reports failure.
+  __device__ bool barrier() {
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    ++epoch;
+    if (threadIdx.x < P.nranks) {
+      int p = threadIdx.x;
+      st_release_sys(&P.sig[p]->flag[blockIdx.x][P.rank], epoch);
+      const uint32_t *mine = &P.sig[P.rank]->flag[blockIdx.x][p];
+      unsigned long long start = 0;
+      for (uint32_t spins = 1; (int32_t)(ld_acquire_sys(mine) - epoch) < 0; spins++) {
+        if (spins % 1024) continue; // read the clock only now and then
+        unsigned long long now = globaltimer();
+        if (start == 0) start = now;
+        if (now - start > P.timeout_ns || *(volatile uint32_t *)P.error) {
+          *(volatile uint32_t *)P.error = 1;
+          __threadfence_system();
+          failed = 1;
+          break;
+        }
+      }
+    }
+    __syncthreads();
+    return !failed;
+  }
+  // Written back only by a block that finished: a failed communicator is never reused.
+  __device__ void done() {
+    if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
+  }
+};
+
+// Programmatic dependent launch: let the next kernel start its prologue now, and wait for the
+// previous one's memory before touching anything (the epoch included).
+__device__ __forceinline__ void pdl_begin(int pdl) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (pdl) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;");
+  }
+#endif
+}
+
+__device__ __forceinline__ size_t global_thread() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ size_t grid_threads() { return (size_t)gridDim.x * blockDim.x; }
+
+
+// Copies nbytes with 16-byte accesses where both ends allow it, bytes otherwise. Four loads are
+// in flight per thread before their stores, to cover NVLink latency.
+__device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes) {
+  if (dst == src || nbytes == 0) return;
+  size_t done = 0;
+  if (aligned16(dst) && aligned16(src)) {
+    const uint4 *s = (const uint4 *)src;
+    uint4 *d = (uint4 *)dst;
+    size_t units = nbytes / 16, G = grid_threads(), k = global_thread();
+    for (; k + 3 * G < units; k += 4 * G) {
+      uint4 x0 = s[k], x1 = s[k + G], x2 = s[k + 2 * G], x3 = s[k + 3 * G];
+      d[k] = x0;
+      d[k + G] = x1;
+      d[k + 2 * G] = x2;
+      d[k + 3 * G] = x3;
+    }
+    for (; k < units; k += G) d[k] = s[k];
+    done = units * 16;
+  }
+  for (size_t k = done + global_thread(); k < nbytes; k += grid_threads())
+    ((char *)dst)[k] = ((const char *)src)[k];
+}
+
+// Launch configuration shared by the launchers.
+inline cudaLaunchConfig_t launch_config(const gc_kargs_t *a, cudaStream_t s, cudaLaunchAttribute *attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(a->blocks);
+  cfg.blockDim = dim3(a->threads);
+  cfg.stream = s;
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = a->pdl ? 1 : 0;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+}  // namespace gc

@@ -1,0 +1,86 @@
+/* kernels.h — the C face of the CUDA kernels: the shared signal layout and one launcher per
+ * collective. Everything here is identical on every rank of a call. */
+#ifndef GC_KERNELS_H
+#define GC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpucoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest grid of a peer-to-peer kernel: one signal slot per (block, peer). */
+#define GC_KMAX_BLOCKS 256
+#define GC_KTHREADS 512
+
+/* One rank's signal area, exported over CUDA IPC. flag[b][p] is written only by peer p's block b
+ * (single writer) with the epoch of the barrier it reached; epoch[b] is this rank's own count of
+ * barriers block b has passed. Epochs only grow, so a waiter tests flag >= epoch. */
+typedef struct gc_ksignals {
+  uint32_t flag[GC_KMAX_BLOCKS][GC_MAX_LOCAL_RANKS];
+  uint32_t epoch[GC_KMAX_BLOCKS];
+} gc_ksignals_t;
+
+typedef struct gc_kpeers {
+  int rank, nranks;
+  gc_ksignals_t *sig[GC_MAX_LOCAL_RANKS]; /* every rank's signal area, mapped here */
+  uint32_t *error;                        /* host-mapped; set to 1 when a wait times out */
+  unsigned long long timeout_ns;
+} gc_kpeers_t;
+
+/* out = cast<out_dtype>(acc * scale + add[i]); acc in float (double for float64). */
+typedef struct gc_kepilogue {
+  int apply_scale;
+  double scale;
+  const void *add;  /* one value per output element; NULL = none */
+  int add_dtype;    /* dtype of add: the collective's input dtype */
+  int out_dtype;    /* gc_dtype_t of the output */
+} gc_kepilogue_t;
+
+/* A rank's output region in element units: `rows` rows of `width` elements, read from the inputs
+ * at in_offset + i * in_ld + j and written to out at out_offset + i * width + j. */
+typedef struct gc_kregion {
+  size_t rows, width, in_offset, in_ld, out_offset;
+} gc_kregion_t;
+
+typedef struct gc_kargs {
+  gc_kpeers_t peers;
+  const void *in[GC_MAX_LOCAL_RANKS]; /* each rank's input as seen here (symmetric or staging) */
+  void *pub[GC_MAX_LOCAL_RANKS];      /* each rank's publish area (two-shot, broadcast stage 1) */
+  const void *send;   /* this rank's user input to copy into in[rank] first; NULL = in place */
+  size_t send_count;  /* elements of send to copy (the whole input of this rank) */
+  void *recv;         /* this rank's output */
+  size_t count;       /* all-reduce: elements; all-gather/broadcast: elements per rank / total */
+  int dtype, op;
+  int root;
+  gc_kepilogue_t ep;
+  gc_kregion_t region[GC_MAX_LOCAL_RANKS]; /* reduce-scatter: every rank's output region */
+  int blocks, threads;
+  int pdl;
+} gc_kargs_t;
+
+typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2 } gc_kalgo_t;
+
+/* All return a cudaError_t value (0 = launched). */
+int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
+int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
+int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
+/* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */
+int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream);
+
+/* Device helpers used by the library. */
+int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t stream);
+/* Elementwise epilogue on device data in place of a fused one (MPI path, CUDA-aware). */
+int gc_kernel_epilogue(void *out, const void *in, size_t count, int in_dtype,
+                       const gc_kepilogue_t *ep, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GC_KERNELS_H */

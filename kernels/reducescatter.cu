@@ -1,0 +1,51 @@
+// reducescatter.cu — peer-to-peer reduce-scatter: each rank reduces its own region (a 1-D part,
+// a block of rows, or a block of columns of every row) from every rank's input.
+#include "common.cuh"
+
+namespace gc {
+
+template <typename T, typename A, int OPK, bool VEC>
+__global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
+  constexpr int E = Pack<T, VEC>::E;
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  if (!sync.barrier()) return;  // every input is in place on every rank
+  const gc_kregion_t R = a.region[a.peers.rank];
+  const size_t row_packs = R.width / E, packs = R.rows * row_packs;
+  const bool plain = is_plain<T, A>(a, a.recv);
+  for (size_t k = global_thread(); k < packs; k += grid_threads()) {
+    size_t i = k / row_packs, j = (k - i * row_packs) * E;
+    A acc[E];
+    reduce_at<T, A, OPK, VEC>(a, R.in_offset + i * R.in_ld + j, acc);
+    // The output (and the epilogue's add vector) is the region packed row after row.
+    store_at<T, A, VEC>(a, R.out_offset + i * R.width + j, acc, a.recv, plain);
+  }
+  if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+  sync.done();
+}
+
+template <typename T, typename A, int OPK>
+static cudaError_t launch(const gc_kargs_t *a, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = launch_config(a, s, attr);
+  constexpr size_t E = 16 / sizeof(T);
+  const gc_kregion_t &R = a->region[a->peers.rank];
+  // The whole grid takes the same path on this rank; ranks may differ (nothing is published).
+  bool vec = R.width % E == 0 && R.in_offset % E == 0 && (R.rows == 1 || R.in_ld % E == 0) && R.out_offset % E == 0;
+  for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
+  if (vec) return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, true>, *a);
+  return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, false>, *a);
+}
+
+}  // namespace gc
+
+extern "C" int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t s) {
+  bool sum = a->op == GC_SUM;
+  switch (a->dtype) {
+#define GC__CASE(code, T, A) \
+  case code: return sum ? gc::launch<T, A, gc::OPK_SUM>(a, s) : gc::launch<T, A, gc::OPK_ANY>(a, s);
+    GC_REDUCE_DTYPES(GC__CASE)
+#undef GC__CASE
+  }
+  return cudaErrorInvalidValue;
+}

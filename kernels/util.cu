@@ -1,0 +1,53 @@
+// util.cu — device helpers of the library: the random fill behind gc_fill_random and the
+// stand-alone epilogue the MPI path uses on device data.
+#include "common.cuh"
+#include "gc_rng.h"
+
+namespace gc {
+
+__global__ void fill_random_kernel(void *buf, size_t count, int dtype, uint64_t seed) {
+  for (size_t i = global_thread(); i < count; i += grid_threads()) {
+    double v = gc__random_value(seed, i, dtype);  // exactly representable in dtype
+    switch (dtype) {
+      case GC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+      case GC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+      case GC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+      default: store_double(buf, i, dtype, v);
+    }
+  }
+}
+
+// out[i] = cast(in[i] * scale + add[i]) in float (double for float64 input), as finish() does.
+__global__ void epilogue_kernel(void *out, const void *in, size_t count, int in_dtype, gc_kepilogue_t ep) {
+  for (size_t i = global_thread(); i < count; i += grid_threads()) {
+    double x = load_as_double(in, i, in_dtype);
+    if (in_dtype == GC_FLOAT64) {
+      if (ep.apply_scale) x = __dmul_rn(x, ep.scale);
+      if (ep.add) x = __dadd_rn(x, load_as_double(ep.add, i, ep.add_dtype));
+      store_double(out, i, ep.out_dtype, x);
+    } else {
+      float f = (float)x;
+      if (ep.apply_scale) f = __fmul_rn(f, (float)ep.scale);
+      if (ep.add) f = __fadd_rn(f, (float)load_as_double(ep.add, i, ep.add_dtype));
+      store_float(out, i, ep.out_dtype, f);
+    }
+  }
+}
+
+static int grid_for(size_t count) {
+  size_t blocks = (count + GC_KTHREADS - 1) / GC_KTHREADS;
+  return blocks > 1024 ? 1024 : blocks < 1 ? 1 : (int)blocks;
+}
+
+}  // namespace gc
+
+extern "C" int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t s) {
+  gc::fill_random_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(buf, count, dtype, seed);
+  return cudaGetLastError();
+}
+
+extern "C" int gc_kernel_epilogue(void *out, const void *in, size_t count, int in_dtype, const gc_kepilogue_t *ep,
+                                  cudaStream_t s) {
+  gc::epilogue_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(out, in, count, in_dtype, *ep);
+  return cudaGetLastError();
+}

@@ -1,0 +1,120 @@
+/* bootstrap.c — the MPI control plane: communicator duplication, node-local split, exchanges of
+ * handles, bounded barriers, CUDA-aware detection. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gc_internal.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Polls a nonblocking request until it completes or the communicator's timeout passes, so a rank
+ * whose peers never arrive gets GC_ERR_TIMEOUT instead of waiting forever. */
+static gc_result_t wait_bounded(gc_comm_t comm, MPI_Request *req, const char *what) {
+  double deadline = now_ms() + comm->timeout_ms;
+  for (;;) {
+    int done = 0;
+    GC_MPI_CHECK(comm, MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done) return GC_SUCCESS;
+    if (now_ms() > deadline) {
+      comm->sticky = GC_ERR_TIMEOUT;
+      return GC_FAIL(comm, GC_ERR_TIMEOUT, "%s: peers did not arrive within %d ms (GC_TIMEOUT_MS)",
+                     what, comm->timeout_ms);
+    }
+  }
+}
+
+gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    return GC_FAIL(NULL, GC_ERR_INVALID_USAGE, "MPI is not initialized (call MPI_Init first)");
+  if (user == MPI_COMM_NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+
+  GC_MPI_CHECK(NULL, MPI_Comm_dup(user, &comm->mpi));
+  GC_MPI_CHECK(NULL, MPI_Comm_set_errhandler(comm->mpi, MPI_ERRORS_RETURN));
+  GC_MPI_CHECK(NULL, MPI_Comm_rank(comm->mpi, &comm->rank));
+  GC_MPI_CHECK(NULL, MPI_Comm_size(comm->mpi, &comm->size));
+
+  MPI_Comm node;
+  GC_MPI_CHECK(NULL, MPI_Comm_split_type(comm->mpi, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node));
+  int group = cfg->local_size > 0 ? cfg->local_size : (int)gc__param_int(GC_PARAM_LOCAL_SIZE);
+  if (group > 0) {
+    /* GC_LOCAL_SIZE splits one host into several "nodes" so the inter-node path runs here too. */
+    int node_rank;
+    GC_MPI_CHECK(NULL, MPI_Comm_rank(node, &node_rank));
+    GC_MPI_CHECK(NULL, MPI_Comm_split(node, node_rank / group, node_rank, &comm->local));
+    MPI_Comm_free(&node);
+  } else {
+    comm->local = node;
+  }
+  GC_MPI_CHECK(NULL, MPI_Comm_set_errhandler(comm->local, MPI_ERRORS_RETURN));
+  GC_MPI_CHECK(NULL, MPI_Comm_rank(comm->local, &comm->local_rank));
+  GC_MPI_CHECK(NULL, MPI_Comm_size(comm->local, &comm->local_size));
+  int leader = comm->local_rank == 0;
+  GC_MPI_CHECK(NULL, MPI_Allreduce(&leader, &comm->node_count, 1, MPI_INT, MPI_SUM, comm->mpi));
+  return GC_SUCCESS;
+}
+
+void gc__boot_destroy(gc_comm_t comm) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (comm->local != MPI_COMM_NULL && comm->local != 0) MPI_Comm_free(&comm->local);
+  if (comm->mpi != MPI_COMM_NULL && comm->mpi != 0) MPI_Comm_free(&comm->mpi);
+}
+
+gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->local, &req));
+  return wait_bounded(comm, &req, "local allgather");
+}
+
+gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->mpi, &req));
+  return wait_bounded(comm, &req, "allgather");
+}
+
+gc_result_t gc__boot_barrier(gc_comm_t comm) {
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Ibarrier(comm->mpi, &req));
+  return wait_bounded(comm, &req, "barrier");
+}
+
+gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
+  MPI_Request req;
+  double in = *value;
+  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_DOUBLE, MPI_MAX, comm->mpi, &req));
+  return wait_bounded(comm, &req, "allreduce(max)");
+}
+
+gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) {
+  MPI_Request req;
+  int in = *value;
+  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, comm->mpi, &req));
+  return wait_bounded(comm, &req, "allreduce(min)");
+}
+
+int gc__boot_query_cuda_aware(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  /* Open MPI: the compile-time macro says whether the extension was built; the call asks the
+   * library actually loaded, which may differ from the headers. */
+  return MPIX_Query_cuda_support();
+#elif defined(MPIX_GPU_SUPPORT_CUDA)
+  int supported = 0;
+  if (MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) != MPI_SUCCESS) return 0;
+  return supported;
+#else
+  return 0;
+#endif
+}

@@ -1,0 +1,520 @@
+/* coll.c — the public collectives: argument checks, the choice between the peer-to-peer kernels and
+ * the MPI path, zero-copy for symmetric buffers, copy-in through staging, and chunking. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "kernels.h"
+
+/* ---- argument checks ---------------------------------------------------------------------- */
+
+static gc_result_t check_dtype(gc_comm_t comm, gc_dtype_t dtype, int reduces) {
+  if (!gc__dtype_valid(dtype)) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "dtype %d is not a gc_dtype_t", (int)dtype);
+  if (reduces && !gc__dtype_reducible(dtype))
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s cannot be reduced (fp8 is an output and gather/broadcast type)",
+                   gc_dtype_name(dtype));
+  return GC_SUCCESS;
+}
+
+/* Fills *out from opts (NULL = defaults), with out_dtype resolved; refuses epilogues that do not
+ * fit the dtype or the collective. */
+static gc_result_t resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
+                                   gc_options_t *out) {
+  gc_options_t o = GC_OPTIONS_INIT;
+  if (opts) {
+    if (opts->version != GC_OPTIONS_VERSION)
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_options_t.version is %u, expected %u (use GC_OPTIONS_INIT)",
+                     opts->version, GC_OPTIONS_VERSION);
+    o = *opts;
+  }
+  if ((int)o.algo < 0 || o.algo >= GC_NUM_ALGOS)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.algo %d is not a gc_algo_t", (int)o.algo);
+  if (o.max_blocks < 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.max_blocks is negative");
+  if (o.out_dtype == GC_DTYPE_SAME) o.out_dtype = dtype;
+  if (!gc__dtype_valid(o.out_dtype))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.out_dtype %d is not a gc_dtype_t", (int)o.out_dtype);
+  int has_epilogue = o.scale != 1.0 || o.add != NULL || o.out_dtype != dtype;
+  if (has_epilogue && !reduces)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "epilogues (scale, add, out_dtype) apply to reductions only");
+  if (has_epilogue && !gc__dtype_is_float(dtype)) {
+    if (o.scale != 1.0 || o.out_dtype != dtype)
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s results take no scale or cast (only add)", gc_dtype_name(dtype));
+  }
+  if (o.out_dtype != dtype && !gc__dtype_is_float(o.out_dtype))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "cannot cast %s results to %s", gc_dtype_name(dtype),
+                   gc_dtype_name(o.out_dtype));
+  *out = o;
+  return GC_SUCCESS;
+}
+
+static gc_result_t check_pointer(gc_comm_t comm, const void *p, const char *name, gc__ptr_kind_t *kind) {
+  *kind = gc__ptr_kind(comm, p);
+  if (*kind == GC_PTR_DEVICE_OTHER) {
+    struct cudaPointerAttributes attr;
+    int dev = cudaPointerGetAttributes(&attr, p) == cudaSuccess ? attr.device : -1;
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s (%p) is memory of GPU %d, but this communicator uses GPU %d",
+                   name, p, dev, comm->device);
+  }
+  return GC_SUCCESS;
+}
+
+/* Any overlap of [a, a+an) and [b, b+bn) other than b == a + allowed (the in-place layout). */
+static int bad_overlap(const void *a, size_t an, const void *b, size_t bn, ptrdiff_t allowed) {
+  const char *x = a, *y = b;
+  if (an == 0 || bn == 0) return 0;
+  if (y == x + allowed) return 0;
+  return x < y + bn && y < x + an;
+}
+
+/* ---- the peer-to-peer path ---------------------------------------------------------------- */
+
+static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_options_t *o, gc_dtype_t dtype,
+                            gc_op_t op) {
+  gc_kargs_t a;
+  memset(&a, 0, sizeof a);
+  a.peers.rank = comm->local_rank;
+  a.peers.nranks = comm->local_size;
+  for (int r = 0; r < comm->local_size; r++) a.peers.sig[r] = (gc_ksignals_t *)comm->tp.signals[r];
+  a.peers.error = comm->tp.error_dev;
+  a.peers.timeout_ns = comm->tp.timeout_ns;
+  a.blocks = plan->blocks;
+  a.threads = plan->threads;
+  a.pdl = o->pdl;
+  a.dtype = dtype;
+  a.op = op;
+  a.ep.scale = o->scale;
+  a.ep.out_dtype = o->out_dtype;
+  a.ep.add = o->add;
+  a.ep.add_dtype = dtype;
+  /* Averages of floats are sums scaled by 1/n in the epilogue; integers divide in the kernel. */
+  if (op == GC_AVG && gc__dtype_is_float(dtype)) {
+    a.op = GC_SUM;
+    a.ep.scale = o->scale / comm->local_size;
+  }
+  a.ep.apply_scale = a.ep.scale != 1.0;
+  return a;
+}
+
+static gc_result_t launched(gc_comm_t comm, int err, const char *what) {
+  if (err != 0)
+    return GC_FAIL(comm, GC_ERR_CUDA, "%s kernel launch failed: %s", what, cudaGetErrorString((cudaError_t)err));
+  return GC_SUCCESS;
+}
+
+/* Half of the staging area holds inputs, the other half what two-shot and broadcast publish. */
+static size_t staging_half(gc_comm_t comm) { return (comm->tp.staging_bytes / 2) & ~(size_t)255; }
+static char *staging_in(gc_comm_t comm, int r) { return comm->tp.staging[r]; }
+static char *staging_pub(gc_comm_t comm, int r) { return comm->tp.staging[r] + staging_half(comm); }
+
+static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                 gc_op_t op, const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+  int n = comm->local_size;
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
+  /* One-shot in place on a symmetric buffer would overwrite data peers are still reading. */
+  int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in) && !(send == recv && plan->algo == GC_ALGO_ONESHOT);
+  int out_sym = plan->algo == GC_ALGO_TWOSHOT && gc__symmetric_lookup(comm, recv, count * os, sym_out);
+  size_t chunk = count;
+  if (!in_zero) chunk = staging_half(comm) / es;
+  if (plan->algo == GC_ALGO_TWOSHOT && !out_sym && staging_half(comm) / os < chunk) chunk = staging_half(comm) / os;
+  chunk &= ~(size_t)15; /* keeps every chunk start 16-byte aligned for any element size */
+  gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  for (size_t c0 = 0; c0 < count; c0 += chunk) {
+    size_t cn = count - c0 < chunk ? count - c0 : chunk;
+    for (int r = 0; r < n; r++) {
+      a.in[r] = in_zero ? (const char *)sym_in[r] + c0 * es : staging_in(comm, r);
+      a.pub[r] = out_sym ? (char *)sym_out[r] + c0 * os : staging_pub(comm, r);
+    }
+    if (!in_zero)
+      GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[comm->local_rank], (const char *)send + c0 * es, cn * es,
+                                          cudaMemcpyDeviceToDevice, stream));
+    a.recv = (char *)recv + c0 * os;
+    a.count = cn;
+    a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
+    GC_CHECK(launched(comm, gc_kernel_allreduce(&a, plan->algo == GC_ALGO_TWOSHOT ? GC_KALGO_TWOSHOT : GC_KALGO_ONESHOT,
+                                                stream), "all-reduce"));
+  }
+  return GC_SUCCESS;
+}
+
+/* Reduce-scatter: every rank reduces its own part of all inputs. Axis 0 (and 1-D) parts are
+ * contiguous (off, len per rank); axis 1 parts are column blocks of a rows x cols matrix. */
+typedef struct {
+  int axis;
+  size_t rows, cols; /* axis 0: rows = 1, cols = all elements */
+  size_t *off, *len; /* one per rank of the communicator */
+} split_t;
+
+static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *recv, const split_t *sp,
+                                     gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, const gc__plan_t *plan,
+                                     cudaStream_t stream) {
+  int n = comm->local_size, me = comm->local_rank;
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  size_t total = sp->rows * sp->cols;
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
+  gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  if (sp->axis == 1) {
+    /* Chunks of whole rows: a row block of the input is contiguous, so one copy fills staging. */
+    size_t rows_per = in_zero ? sp->rows : staging_half(comm) / (sp->cols * es);
+    if (rows_per == 0)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a row of %zu elements does not fit the staging area (GC_STAGING_BYTES)",
+                     sp->cols);
+    for (size_t i0 = 0; i0 < sp->rows; i0 += rows_per) {
+      size_t rn = sp->rows - i0 < rows_per ? sp->rows - i0 : rows_per;
+      for (int r = 0; r < n; r++) {
+        a.in[r] = in_zero ? (const char *)sym_in[r] + i0 * sp->cols * es : staging_in(comm, r);
+        a.region[r] = (gc_kregion_t){rn, sp->len[r], sp->off[r], sp->cols, 0};
+      }
+      if (!in_zero)
+        GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + i0 * sp->cols * es,
+                                            rn * sp->cols * es, cudaMemcpyDeviceToDevice, stream));
+      a.recv = (char *)recv + i0 * sp->len[me] * os;
+      a.ep.add = o->add ? (const char *)o->add + i0 * sp->len[me] * es : NULL;
+      GC_CHECK(launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
+    }
+    return GC_SUCCESS;
+  }
+  /* Axis 0 / 1-D: chunk every rank's part in step; each chunk copies n pieces into staging. */
+  size_t maxlen = 0;
+  for (int r = 0; r < n; r++) maxlen = sp->len[r] > maxlen ? sp->len[r] : maxlen;
+  size_t chunk = in_zero ? maxlen : (staging_half(comm) / es / n) & ~(size_t)15;
+  for (size_t c0 = 0; c0 < maxlen; c0 += chunk) {
+    size_t pos = 0;
+    for (int r = 0; r < n; r++) {
+      size_t w = sp->len[r] > c0 ? sp->len[r] - c0 : 0;
+      if (w > chunk) w = chunk;
+      if (in_zero) {
+        a.in[r] = sym_in[r];
+        a.region[r] = (gc_kregion_t){1, w, sp->off[r] + c0, 0, 0};
+      } else {
+        a.in[r] = staging_in(comm, r);
+        a.region[r] = (gc_kregion_t){1, w, pos, 0, 0};
+        if (w)
+          GC_CUDA_CHECK(comm, cudaMemcpyAsync(staging_in(comm, me) + pos * es, (const char *)send + (sp->off[r] + c0) * es,
+                                              w * es, cudaMemcpyDeviceToDevice, stream));
+        pos += (w + 15) & ~(size_t)15; /* keeps each piece 16-byte aligned in staging */
+      }
+    }
+    a.recv = (char *)recv + c0 * os;
+    a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
+    GC_CHECK(launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
+  }
+  return GC_SUCCESS;
+}
+
+static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                 const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+  int n = comm->local_size, me = comm->local_rank;
+  size_t es = gc_dtype_size(dtype);
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
+  size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
+  gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+  for (size_t c0 = 0; c0 < count; c0 += chunk) {
+    size_t cn = count - c0 < chunk ? count - c0 : chunk;
+    for (int r = 0; r < n; r++) {
+      a.in[r] = in_zero ? (const char *)sym_in[r] + c0 * es : staging_in(comm, r);
+      a.region[r] = (gc_kregion_t){1, cn, 0, 0, r * count + c0};
+    }
+    if (!in_zero)
+      GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + c0 * es, cn * es,
+                                          cudaMemcpyDeviceToDevice, stream));
+    a.recv = recv;
+    a.count = cn;
+    GC_CHECK(launched(comm, gc_kernel_allgather(&a, stream), "all-gather"));
+  }
+  return GC_SUCCESS;
+}
+
+static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                 int root, const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+  int n = comm->local_size, me = comm->local_rank;
+  size_t es = gc_dtype_size(dtype);
+  void *sym[GC_MAX_LOCAL_RANKS];
+  /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
+   * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
+  int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
+  int two_stage = plan->algo == GC_ALGO_TWOSHOT;
+  size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;
+  gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+  a.root = root;
+  if (zero && me == root && send != recv)
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(recv, send, count * es, cudaMemcpyDeviceToDevice, stream));
+  for (size_t c0 = 0; c0 < count; c0 += chunk) {
+    size_t cn = count - c0 < chunk ? count - c0 : chunk;
+    for (int r = 0; r < n; r++) {
+      a.in[r] = zero ? (const char *)sym[r] + c0 * es : staging_in(comm, r);
+      a.pub[r] = zero ? (char *)sym[r] + c0 * es : staging_pub(comm, r);
+    }
+    if (!zero && me == root)
+      GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + c0 * es, cn * es,
+                                          cudaMemcpyDeviceToDevice, stream));
+    a.recv = (char *)recv + c0 * es;
+    a.count = cn;
+    GC_CHECK(launched(comm, gc_kernel_broadcast(&a, !two_stage, stream), "broadcast"));
+  }
+  return GC_SUCCESS;
+}
+
+/* ---- shared front half ---------------------------------------------------------------------- */
+
+/* The pointers of one call and whether they can take the peer-to-peer path. */
+typedef struct {
+  const void *ptr[3];
+  const char *name[3];
+  int n;
+} ptrs_t;
+
+static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc_options_t *o,
+                               const ptrs_t *ptrs, void *stream, gc__plan_t *plan, int *use_p2p) {
+  GC_CHECK(gc__dispatch(comm, coll, bytes, o, plan));
+  int all_device = 1;
+  for (int i = 0; i < ptrs->n; i++) {
+    if (!ptrs->ptr[i]) continue;
+    gc__ptr_kind_t kind;
+    GC_CHECK(check_pointer(comm, ptrs->ptr[i], ptrs->name[i], &kind));
+    all_device &= kind == GC_PTR_DEVICE_OWN;
+  }
+  *use_p2p = plan->algo != GC_ALGO_MPI && all_device;
+  if (plan->algo != GC_ALGO_MPI && !all_device && o->algo != GC_ALGO_AUTO)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm %s needs device buffers of this rank's GPU",
+                   gc_algo_name(o->algo));
+  if (!*use_p2p && comm->device >= 0) {
+    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone)
+      return GC_FAIL(comm, GC_ERR_INVALID_USAGE,
+                     "the MPI path (host buffers or no peer access) cannot run inside CUDA graph capture");
+    (void)cudaGetLastError();
+  }
+  return GC_SUCCESS;
+}
+
+static gc_result_t begin(gc_comm_t comm) {
+  GC_CHECK(gc__comm_check(comm));
+  return gc__comm_health(comm);
+}
+
+/* ---- public entry points -------------------------------------------------------------------- */
+
+gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
+                            void *stream, const gc_options_t *opts) {
+  GC_CHECK(begin(comm));
+  GC_CHECK(check_dtype(comm, dtype, 1));
+  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  gc_options_t o;
+  GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));
+  if (count == 0) return GC_SUCCESS;
+  if (!send || !recv) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce: %s is NULL", send ? "recvbuf" : "sendbuf");
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype);
+  if (count > SIZE_MAX / 8) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
+  if (bad_overlap(send, count * es, recv, count * os, 0) || (send == recv && o.out_dtype != dtype))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  if (o.add && bad_overlap(o.add, count * es, recv, count * os, 0) && o.add != recv)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
+  ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
+  gc__plan_t plan;
+  int p2p;
+  GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es, &o, &p, stream, &plan, &p2p));
+  if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
+  return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
+}
+
+gc_result_t gc_allreduce(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
+                         void *stream) {
+  return gc_allreduce_ex(send, recv, count, dtype, op, comm, stream, NULL);
+}
+
+/* The MPI path's axis-1 split: an all-reduce of the whole matrix into a float32 (float64,
+ * integer) temporary, then this rank's columns through the epilogue, rounding once as the
+ * kernels do, so the bits match the peer-to-peer path. */
+static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, void *recv, const split_t *sp,
+                                             gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
+  size_t total = sp->rows * sp->cols;
+  gc_dtype_t wide = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
+  size_t es = gc_dtype_size(dtype), ws = gc_dtype_size(wide), os = gc_dtype_size(o->out_dtype);
+  gc_options_t plain = *o;
+  plain.scale = 1.0;
+  plain.add = NULL;
+  plain.out_dtype = wide;
+  double scale = o->scale;
+  if (op == GC_AVG && gc__dtype_is_float(dtype)) {
+    op = GC_SUM;
+    scale /= comm->size;
+  }
+  int host = gc__ptr_kind(comm, recv) == GC_PTR_HOST;
+  void *full = NULL;
+  if (host) full = malloc(total * ws);
+  else if (cudaMalloc(&full, total * ws) != cudaSuccess) full = NULL;
+  if (!full) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_reducescatter_2d: no memory for a %zu-byte temporary", total * ws);
+  gc_result_t r = gc__mpi_allreduce(comm, send, full, total, dtype, op, &plain, stream);
+  size_t c0 = sp->off[comm->rank], w = sp->len[comm->rank];
+  for (size_t i = 0; r == GC_SUCCESS && w && i < sp->rows; i++) {
+    const char *src = (const char *)full + (i * sp->cols + c0) * ws;
+    char *dst = (char *)recv + i * w * os;
+    const char *add = o->add ? (const char *)o->add + i * w * es : NULL;
+    if (host) {
+      for (size_t j = 0; j < w; j++) {
+        double v = gc__load_double(src, j, wide);
+        if (wide == GC_FLOAT32) {
+          float f = (float)v;
+          if (scale != 1.0) f *= (float)scale;
+          if (add) f += (float)gc__load_double(add, j, dtype);
+          v = f;
+        } else {
+          if (scale != 1.0) v *= scale;
+          if (add) v += gc__load_double(add, j, dtype);
+        }
+        gc__store_double(dst, j, o->out_dtype, v);
+      }
+    } else {
+      gc_kepilogue_t ep = {scale != 1.0, scale, add, dtype, o->out_dtype};
+      int e = gc_kernel_epilogue(dst, src, w, wide, &ep, stream);
+      if (e) r = GC_FAIL(comm, GC_ERR_CUDA, "epilogue kernel: %s", cudaGetErrorString((cudaError_t)e));
+    }
+  }
+  if (host) {
+    free(full);
+  } else {
+    cudaError_t e = cudaStreamSynchronize(stream);
+    cudaFree(full);
+    if (e != cudaSuccess && r == GC_SUCCESS) r = GC_FAIL(comm, GC_ERR_CUDA, "gc_reducescatter_2d: %s", cudaGetErrorString(e));
+  }
+  return r;
+}
+
+static gc_result_t reducescatter_common(const void *send, void *recv, const split_t *sp, gc_dtype_t dtype, gc_op_t op,
+                                        gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  gc_options_t o;
+  GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));
+  int me = comm->rank;
+  size_t total = sp->rows * sp->cols, mine = sp->axis == 1 ? sp->rows * sp->len[me] : sp->len[me];
+  if (total == 0) return GC_SUCCESS;
+  if (!send || (!recv && mine))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "reduce-scatter: %s is NULL", send ? "recvbuf" : "sendbuf");
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype);
+  /* In place: recv is this rank's own part of send (axis 0 / 1-D, same dtype only). */
+  ptrdiff_t inplace = sp->axis == 1 || o.out_dtype != dtype ? PTRDIFF_MAX : (ptrdiff_t)(sp->off[me] * es);
+  if (recv && bad_overlap(send, total * es, recv, mine * os, inplace))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
+  gc__plan_t plan;
+  int p2p;
+  GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, &o, &p, stream, &plan, &p2p));
+  if (p2p) return p2p_reducescatter(comm, send, recv, sp, dtype, op, &o, &plan, (cudaStream_t)stream);
+  if (sp->axis == 1) return mpi_reducescatter_columns(comm, send, recv, sp, dtype, op, &o, (cudaStream_t)stream);
+  return gc__mpi_reducescatter(comm, send, recv, sp->len, dtype, op, &o, (cudaStream_t)stream);
+}
+
+/* Validates the common arguments and builds the split; the caller frees sp->off. */
+static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, split_t *sp) {
+  GC_CHECK(begin(comm));
+  GC_CHECK(check_dtype(comm, dtype, 1));
+  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  memset(sp, 0, sizeof *sp);
+  sp->off = calloc(2 * (size_t)comm->size, sizeof(size_t));
+  if (!sp->off) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  sp->len = sp->off + comm->size;
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_reducescatter_ex(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
+                                gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  split_t sp;
+  GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
+  gc_result_t r = GC_SUCCESS;
+  if (recvcount > SIZE_MAX / 8 / (size_t)comm->size)
+    r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "recvcount %zu is too large", recvcount);
+  sp.rows = 1;
+  sp.cols = recvcount * (size_t)comm->size;
+  for (int i = 0; i < comm->size; i++) {
+    sp.off[i] = (size_t)i * recvcount;
+    sp.len[i] = recvcount;
+  }
+  if (r == GC_SUCCESS) r = reducescatter_common(send, recv, &sp, dtype, op, comm, stream, opts);
+  free(sp.off);
+  return r;
+}
+
+gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
+                             gc_comm_t comm, void *stream) {
+  return gc_reducescatter_ex(send, recv, recvcount, dtype, op, comm, stream, NULL);
+}
+
+gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
+                                gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  split_t sp;
+  GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
+  gc_result_t r = GC_SUCCESS;
+  if (axis != 0 && axis != 1) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "axis is %d; it must be 0 (rows) or 1 (columns)", axis);
+  else if (rows && cols > SIZE_MAX / 8 / rows) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "rows x cols is too large");
+  if (r == GC_SUCCESS) {
+    sp.axis = axis;
+    sp.rows = axis == 0 ? 1 : rows;
+    sp.cols = axis == 0 ? rows * cols : cols;
+    for (int i = 0; i < comm->size; i++) {
+      gc_partition(axis == 0 ? rows : cols, comm->size, i, &sp.off[i], &sp.len[i]);
+      if (axis == 0) {
+        sp.off[i] *= cols;
+        sp.len[i] *= cols;
+      }
+    }
+    r = reducescatter_common(send, recv, &sp, dtype, op, comm, stream, opts);
+  }
+  free(sp.off);
+  return r;
+}
+
+gc_result_t gc_allgather_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
+                            const gc_options_t *opts) {
+  GC_CHECK(begin(comm));
+  GC_CHECK(check_dtype(comm, dtype, 0));
+  gc_options_t o;
+  GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
+  if (count == 0) return GC_SUCCESS;
+  if (!send || !recv) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allgather: %s is NULL", send ? "recvbuf" : "sendbuf");
+  size_t es = gc_dtype_size(dtype);
+  if (count > SIZE_MAX / 8 / (size_t)comm->size) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
+  if (bad_overlap(recv, count * es * comm->size, send, count * es, (ptrdiff_t)(comm->rank * count * es)))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  ptrs_t p = {{send, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
+  gc__plan_t plan;
+  int p2p;
+  GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size, &o, &p, stream, &plan, &p2p));
+  if (p2p) return p2p_allgather(comm, send, recv, count, dtype, &o, &plan, (cudaStream_t)stream);
+  return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
+}
+
+gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream) {
+  return gc_allgather_ex(send, recv, count, dtype, comm, stream, NULL);
+}
+
+gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
+                            void *stream, const gc_options_t *opts) {
+  GC_CHECK(begin(comm));
+  GC_CHECK(check_dtype(comm, dtype, 0));
+  gc_options_t o;
+  GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
+  if (root < 0 || root >= comm->size)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "root %d is not a rank (0..%d)", root, comm->size - 1);
+  if (count == 0) return GC_SUCCESS;
+  int is_root = comm->rank == root;
+  if (!recv || (is_root && !send))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_broadcast: %s is NULL", recv ? "sendbuf (on root)" : "recvbuf");
+  size_t es = gc_dtype_size(dtype);
+  if (count > SIZE_MAX / 8) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
+  if (is_root && bad_overlap(send, count * es, recv, count * es, 0))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  ptrs_t p = {{is_root ? send : NULL, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
+  gc__plan_t plan;
+  int p2p;
+  GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, &o, &p, stream, &plan, &p2p));
+  if (p2p) return p2p_broadcast(comm, send, recv, count, dtype, root, &o, &plan, (cudaStream_t)stream);
+  return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);
+}
+
+gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
+                         void *stream) {
+  return gc_broadcast_ex(send, recv, count, dtype, root, comm, stream, NULL);
+}

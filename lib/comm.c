@@ -1,0 +1,238 @@
+/* comm.c — communicator life cycle (init, destroy, abort), queries, and the live-handle registry
+ * that turns use-after-destroy into an error instead of a crash. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "gc_version.h"
+
+const char *gc_get_version(void) { return GC_VERSION_STRING; }
+
+/* Live communicators. Membership is tested by pointer value only, so a destroyed handle is
+ * recognised without touching the memory it pointed to. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static gc_comm_t live[64];
+static int live_count;
+
+static int live_add(gc_comm_t comm) {
+  pthread_mutex_lock(&live_lock);
+  int ok = live_count < (int)(sizeof live / sizeof live[0]);
+  if (ok) live[live_count++] = comm;
+  pthread_mutex_unlock(&live_lock);
+  return ok;
+}
+
+static void live_remove(gc_comm_t comm) {
+  pthread_mutex_lock(&live_lock);
+  for (int i = 0; i < live_count; i++)
+    if (live[i] == comm) live[i] = live[--live_count];
+  pthread_mutex_unlock(&live_lock);
+}
+
+gc_result_t gc__comm_check(gc_comm_t comm) {
+  if (comm == NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is NULL");
+  int found = 0;
+  pthread_mutex_lock(&live_lock);
+  for (int i = 0; i < live_count && !found; i++) found = live[i] == comm;
+  pthread_mutex_unlock(&live_lock);
+  if (!found)
+    return GC_FAIL(NULL, GC_ERR_INVALID_USAGE,
+                   "comm %p is not a live communicator (used after gc_comm_destroy?)", (void *)comm);
+  return GC_SUCCESS;
+}
+
+bool gc__multicast_kill_switch(const char **which) {
+  static const struct { const char *name, *off; } switches[] = {
+      {"NCCL_NVLS_ENABLE", "0"},
+      {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
+      {"NVSHMEM_DISABLE_NVLS", "1"},
+  };
+  for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
+    const char *v = getenv(switches[i].name);
+    if (v && strcmp(v, switches[i].off) == 0) {
+      if (which) *which = switches[i].name;
+      return true;
+    }
+  }
+  return false;
+}
+
+static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
+  comm->device = -1;
+  if (!cfg->use_gpu) return GC_SUCCESS;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    GC_INFO(GC_SUB_INIT, "no usable GPU (%s): host-only rank", e == cudaSuccess ? "none found" : cudaGetErrorString(e));
+    return GC_SUCCESS;
+  }
+  int dev = cfg->device >= 0 ? cfg->device : comm->local_rank % count;
+  if (dev >= count)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "config names device %d but only %d are visible", dev, count);
+  GC_CUDA_CHECK(NULL, cudaSetDevice(dev));
+  GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&comm->sm_count, cudaDevAttrMultiProcessorCount, dev));
+  GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking));
+  comm->device = dev;
+  return GC_SUCCESS;
+}
+
+static void comm_free(gc_comm_t comm) {
+  if (comm->device >= 0) {
+    gc__symmetric_release_all(comm);
+    gc__transport_destroy(comm);
+    if (comm->stream) cudaStreamDestroy(comm->stream);
+  }
+  gc__mpi_release(comm);
+  gc__boot_destroy(comm);
+  free(comm->algo_table_text);
+  comm->magic = 0;
+  free(comm);
+}
+
+static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
+  GC_CHECK(gc__boot_init(comm, user, cfg));
+  gc__log_rank = comm->rank;
+  comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : (int)gc__param_int(GC_PARAM_TIMEOUT_MS);
+  if (comm->timeout_ms <= 0) comm->timeout_ms = 120000;
+  comm->tp.staging_bytes = cfg->staging_bytes ? cfg->staging_bytes : (size_t)gc__param_int(GC_PARAM_STAGING_BYTES);
+  comm->tp.staging_bytes = (comm->tp.staging_bytes + 4095) & ~(size_t)4095;
+  if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
+  comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
+  if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (auto, oneshot, twoshot, mpi, multimem)",
+                   gc__param_str(GC_PARAM_ALGO));
+
+  const char *aware = gc__param_str(GC_PARAM_CUDA_AWARE);
+  comm->cuda_aware = strcmp(aware, "auto") == 0 ? gc__boot_query_cuda_aware() : atoi(aware) != 0;
+
+  GC_CHECK(select_device(comm, cfg));
+  int has_gpu = comm->device >= 0;
+  comm->all_gpu = has_gpu;
+  GC_CHECK(gc__boot_min_int(comm, &comm->all_gpu));
+  if (has_gpu) GC_CHECK(gc__transport_init(comm));
+  GC_CHECK(gc__dispatch_init(comm));
+  GC_INFO(GC_SUB_INIT, "rank %d/%d local %d/%d nodes %d device %d cuda-aware %d p2p %d", comm->rank,
+          comm->size, comm->local_rank, comm->local_size, comm->node_count, comm->device,
+          comm->cuda_aware, comm->p2p_ready);
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) {
+  gc__clear_error(NULL);
+  (void)gc_params_table(); /* reads the environment once, sets up logging */
+  if (!out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_comm_init: out is NULL");
+  gc_config_t c = GC_CONFIG_INIT;
+  if (cfg) {
+    if (cfg->version != GC_CONFIG_VERSION)
+      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_config_t.version is %u, expected %u (use GC_CONFIG_INIT)",
+                     cfg->version, GC_CONFIG_VERSION);
+    c = *cfg;
+  }
+  gc_comm_t comm = calloc(1, sizeof *comm);
+  if (!comm) return GC_FAIL(NULL, GC_ERR_SYSTEM, "gc_comm_init: out of host memory");
+  comm->magic = GC_COMM_MAGIC;
+  comm->mpi = comm->local = MPI_COMM_NULL;
+  comm->device = -1;
+  gc_result_t r = comm_setup(comm, user, &c);
+  if (r == GC_SUCCESS && !live_add(comm)) r = GC_FAIL(NULL, GC_ERR_SYSTEM, "too many live communicators (64)");
+  if (r != GC_SUCCESS) {
+    /* The message may sit in the communicator we are about to free: keep it for the caller. */
+    char msg[sizeof comm->last_error];
+    snprintf(msg, sizeof msg, "%s", comm->last_error[0] ? comm->last_error : gc_comm_last_error(NULL));
+    comm_free(comm);
+    gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_init: %s", msg);
+    return r;
+  }
+  *out = comm;
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cfg) {
+  return gc_comm_init(out, MPI_Comm_f2c(fcomm), cfg);
+}
+
+gc_result_t gc_comm_destroy(gc_comm_t comm) {
+  GC_CHECK(gc__comm_check(comm));
+  gc_result_t r = GC_SUCCESS;
+  if (comm->device >= 0) {
+    /* Kernels in flight may still read peers' buffers or be read: finish ours, then wait for
+     * every rank before unmapping. The barrier is bounded, so a dead peer cannot hang us. */
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) r = GC_FAIL(comm, GC_ERR_CUDA, "gc_comm_destroy: %s", cudaGetErrorString(e));
+  }
+  if (comm->sticky == GC_SUCCESS) {
+    gc_result_t b = gc__boot_barrier(comm);
+    if (r == GC_SUCCESS) r = b;
+  }
+  live_remove(comm);
+  comm_free(comm);
+  return r;
+}
+
+gc_result_t gc_comm_abort(gc_comm_t comm, int errorcode) {
+  GC_CHECK(gc__comm_check(comm));
+  /* Kernels of this rank that wait on peers see the flag at their next timeout check. */
+  if (comm->tp.error_host) *(volatile uint32_t *)comm->tp.error_host = 2;
+  GC_WARN(GC_SUB_ALL, "gc_comm_abort(%d) called on rank %d", errorcode, comm->rank);
+  MPI_Abort(comm->mpi, errorcode);
+  return GC_FAIL(comm, GC_ERR_MPI, "MPI_Abort returned");
+}
+
+#define GC__QUERY(fn, expr)                                                              \
+  gc_result_t fn(gc_comm_t comm, int *out) {                                             \
+    GC_CHECK(gc__comm_check(comm));                                                      \
+    if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, #fn ": out is NULL");       \
+    *out = (expr);                                                                       \
+    return GC_SUCCESS;                                                                   \
+  }
+GC__QUERY(gc_comm_rank, comm->rank)
+GC__QUERY(gc_comm_size, comm->size)
+GC__QUERY(gc_comm_local_rank, comm->local_rank)
+GC__QUERY(gc_comm_local_size, comm->local_size)
+GC__QUERY(gc_comm_node_count, comm->node_count)
+GC__QUERY(gc_comm_device, comm->device)
+GC__QUERY(gc_comm_p2p_ready, comm->p2p_ready)
+GC__QUERY(gc_comm_cuda_aware_mpi, comm->cuda_aware)
+#undef GC__QUERY
+
+gc_result_t gc_comm_peer_access(gc_comm_t comm, int peer, int *out) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_comm_peer_access: out is NULL");
+  if (peer < 0 || peer >= comm->local_size)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "peer %d is not a local rank (0..%d)", peer, comm->local_size - 1);
+  *out = comm->device >= 0 && peer < GC_MAX_LOCAL_RANKS && comm->peer_access[peer];
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_comm_stream(gc_comm_t comm, void **out) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_comm_stream: out is NULL");
+  *out = comm->stream;
+  return GC_SUCCESS;
+}
+
+const char *gc_comm_algo_table(gc_comm_t comm) {
+  if (gc__comm_check(comm) != GC_SUCCESS) return "";
+  return comm->algo_table_text ? comm->algo_table_text : "";
+}
+
+gc_result_t gc__comm_health(gc_comm_t comm) {
+  if (comm->sticky != GC_SUCCESS)
+    return GC_FAIL(comm, comm->sticky, "the communicator failed earlier (%s); destroy it",
+                   gc_result_name(comm->sticky));
+  if (comm->tp.error_host && *(volatile uint32_t *)comm->tp.error_host) {
+    comm->sticky = GC_ERR_TIMEOUT;
+    return GC_FAIL(comm, GC_ERR_TIMEOUT,
+                   "a kernel waited more than %d ms (GC_TIMEOUT_MS) for a peer and gave up", comm->timeout_ms);
+  }
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_synchronize(gc_comm_t comm, void *stream) {
+  GC_CHECK(gc__comm_check(comm));
+  if (comm->device >= 0) GC_CUDA_CHECK(comm, cudaStreamSynchronize((cudaStream_t)stream));
+  return gc__comm_health(comm);
+}

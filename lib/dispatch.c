@@ -1,0 +1,120 @@
+/* dispatch.c — the table that maps (collective, GPU count, bytes) to an algorithm and a grid.
+ * It depends only on values every rank shares, so every rank launches the same configuration. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "kernels.h"
+
+typedef struct {
+  gc__coll_t coll;
+  int min_ranks, max_ranks;
+  size_t max_bytes;  /* the row applies up to and including this size */
+  gc_algo_t algo;    /* broadcast: ONESHOT = one-stage pull, TWOSHOT = scatter + all-gather */
+  int max_blocks;    /* cap; the grid is sized to the work below it */
+} row_t;
+
+#define KB ((size_t)1 << 10)
+#define MB ((size_t)1 << 20)
+#define ANY SIZE_MAX
+
+/* First matching row wins. The one-shot / two-shot crossovers are first estimates from the
+ * bytes each rank pulls over NVLink (one-shot: (n-1) x size; two-shot: 2 (n-1)/n x size) against
+ * one more barrier; bench/results/ has the measurements that confirm or move them. */
+static const row_t rows[] = {
+    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLGATHER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 1, 2, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 32},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT, 132},
+};
+
+static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
+const char *gc__coll_name(gc__coll_t coll) { return coll < GC_NUM_COLLS ? coll_names[coll] : "?"; }
+
+static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (rows[i].coll == coll && n >= rows[i].min_ranks && n <= rows[i].max_ranks && bytes <= rows[i].max_bytes)
+      return &rows[i];
+  return NULL;
+}
+
+/* Enough 16-byte packs per thread to hide NVLink latency, but never more blocks than the cap. */
+static int grid_for(size_t bytes, int cap) {
+  size_t packs = (bytes + 15) / 16;
+  size_t per_block = (size_t)GC_KTHREADS * 2;
+  size_t blocks = (packs + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > (size_t)cap) blocks = (size_t)cap;
+  return (int)blocks;
+}
+
+gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc_options_t *opts,
+                         gc__plan_t *plan) {
+  gc_algo_t algo = opts->algo != GC_ALGO_AUTO ? opts->algo : comm->forced_algo;
+  int explicit_algo = opts->algo != GC_ALGO_AUTO;
+  if (algo == GC_ALGO_MULTIMEM) {
+    const char *which = NULL;
+    if (gc__multicast_kill_switch(&which))
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                     "multimem refused: %s is set, the operator's NVLink multicast kill switch", which);
+    if (gc__param_int(GC_PARAM_MULTIMEM) != 1)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                     "multimem is off by default; it needs GC_MULTIMEM and a host whose operator allows multicast");
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem kernels are not built into gpucoll %s", gc_get_version());
+  }
+  const row_t *row = find_row(coll, comm->local_size, bytes);
+  if (algo == GC_ALGO_AUTO) algo = comm->p2p_ready && row ? row->algo : GC_ALGO_MPI;
+  if (algo != GC_ALGO_MPI && !comm->p2p_ready) {
+    if (explicit_algo)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm %s needs peer-to-peer GPUs; this communicator has none",
+                     gc_algo_name(algo));
+    algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
+  }
+  if (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && algo == GC_ALGO_TWOSHOT) {
+    if (explicit_algo)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no two-shot algorithm (use oneshot or mpi)", gc__coll_name(coll));
+    algo = GC_ALGO_ONESHOT;
+  }
+  int cap = row ? row->max_blocks : 132;
+  if (cap > comm->sm_count && comm->sm_count > 0) cap = comm->sm_count;
+  if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
+  if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
+  plan->algo = algo;
+  plan->threads = GC_KTHREADS;
+  plan->blocks = grid_for(bytes, cap);
+  GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
+           gc_algo_name(algo), plan->blocks);
+  return GC_SUCCESS;
+}
+
+gc_result_t gc__dispatch_init(gc_comm_t comm) {
+  size_t cap = 4096, n = 0;
+  char *text = malloc(cap);
+  if (!text) return GC_FAIL(NULL, GC_ERR_SYSTEM, "out of host memory");
+  n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %s\n", "collective", "gpus", "up to bytes",
+                        "algorithm", "max blocks");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0] && n < cap; i++) {
+    char gpus[16], upto[24];
+    snprintf(gpus, sizeof gpus, "%d-%d", rows[i].min_ranks, rows[i].max_ranks);
+    if (rows[i].max_bytes == ANY) snprintf(upto, sizeof upto, "any");
+    else snprintf(upto, sizeof upto, "%zu", rows[i].max_bytes);
+    const char *algo = gc_algo_name(rows[i].algo);
+    if (rows[i].coll == GC_COLL_BROADCAST) algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
+    n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d\n", gc__coll_name(rows[i].coll), gpus, upto,
+                          algo, rows[i].max_blocks);
+  }
+  if (!comm->p2p_ready && n < cap)
+    snprintf(text + n, cap - n, "(this communicator has no peer-to-peer GPUs: every call takes the MPI path)\n");
+  comm->algo_table_text = text;
+  return GC_SUCCESS;
+}

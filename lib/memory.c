@@ -1,0 +1,82 @@
+/* memory.c — local buffers, blocking copies, the random fill, and pointer classification. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "gc_rng.h"
+#include "kernels.h"
+
+gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr) {
+  if (comm->device < 0 || ptr == NULL) return GC_PTR_HOST;
+  struct cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return GC_PTR_HOST;
+  }
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged)
+    return attr.device == comm->device ? GC_PTR_DEVICE_OWN : GC_PTR_DEVICE_OTHER;
+  return GC_PTR_HOST;
+}
+
+gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **out) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: out is NULL");
+  if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: bytes is 0");
+  void *p = NULL;
+  if (comm->device < 0) {
+    if (on_device) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");
+    p = malloc(bytes);
+    if (!p) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
+  } else if (on_device) {
+    GC_CUDA_CHECK(comm, cudaMalloc(&p, bytes));
+  } else {
+    GC_CUDA_CHECK(comm, cudaMallocHost(&p, bytes));
+  }
+  *out = p;
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!ptr) return GC_SUCCESS;
+  if (comm->device < 0) {
+    free(ptr);
+    return GC_SUCCESS;
+  }
+  struct cudaPointerAttributes attr;
+  GC_CUDA_CHECK(comm, cudaPointerGetAttributes(&attr, ptr));
+  if (attr.type == cudaMemoryTypeDevice) GC_CUDA_CHECK(comm, cudaFree(ptr));
+  else if (attr.type == cudaMemoryTypeHost) GC_CUDA_CHECK(comm, cudaFreeHost(ptr));
+  else return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_free: %p was not made by gc_buffer_alloc", ptr);
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_memcpy(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
+  GC_CHECK(gc__comm_check(comm));
+  if (bytes == 0) return GC_SUCCESS;
+  if (!dst || !src) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_memcpy: NULL pointer");
+  if (comm->device < 0) {
+    memmove(dst, src, bytes);
+    return GC_SUCCESS;
+  }
+  GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm->stream));
+  GC_CUDA_CHECK(comm, cudaStreamSynchronize(comm->stream));
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_fill_random(gc_comm_t comm, void *buf, size_t count, gc_dtype_t dtype, uint64_t seed) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!gc__dtype_valid(dtype)) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_fill_random: bad dtype %d", (int)dtype);
+  if (count == 0) return GC_SUCCESS;
+  if (!buf) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_fill_random: buf is NULL");
+  gc__ptr_kind_t kind = gc__ptr_kind(comm, buf);
+  if (kind == GC_PTR_DEVICE_OTHER)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_fill_random: %p is memory of another GPU", buf);
+  if (kind == GC_PTR_DEVICE_OWN) {
+    GC_CUDA_CHECK(comm, (cudaError_t)gc_kernel_fill_random(buf, count, dtype, seed, comm->stream));
+    GC_CUDA_CHECK(comm, cudaStreamSynchronize(comm->stream));
+    return GC_SUCCESS;
+  }
+  for (size_t i = 0; i < count; i++) gc__store_double(buf, i, dtype, gc__random_value(seed, i, dtype));
+  return GC_SUCCESS;
+}

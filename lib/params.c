@@ -1,0 +1,72 @@
+/* params.c — the one table of environment knobs: read once, logged when overridden, printable. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+
+typedef struct {
+  const char *env, *def, *doc;
+} param_row_t;
+
+static const param_row_t rows[GC_NUM_PARAMS] = {
+#define GC__PARAM_ROW(id, env, def, doc) {env, def, doc},
+    GC_PARAM_MAP(GC__PARAM_ROW)
+#undef GC__PARAM_ROW
+};
+
+static const char *values[GC_NUM_PARAMS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char *table_text;
+
+static void read_all(void) {
+  for (int i = 0; i < GC_NUM_PARAMS; i++) {
+    const char *v = getenv(rows[i].env);
+    values[i] = (v && *v) ? strdup(v) : rows[i].def;
+  }
+  gc__log_init();
+  for (int i = 0; i < GC_NUM_PARAMS; i++)
+    if (values[i] != rows[i].def) GC_INFO(GC_SUB_INIT, "%s set to %s", rows[i].env, values[i]);
+}
+
+const char *gc__param_str(gc__param_t id) {
+  pthread_once(&once, read_all);
+  return (id >= 0 && id < GC_NUM_PARAMS) ? values[id] : "";
+}
+
+int64_t gc__param_int(gc__param_t id) {
+  const char *s = gc__param_str(id);
+  char *end = NULL;
+  long long v = strtoll(s, &end, 0);
+  if (end == s) {
+    /* Not a number where one is expected: the default is, so fall back to it loudly. */
+    GC_WARN(GC_SUB_INIT, "%s=%s is not a number; using %s", rows[id].env, s, rows[id].def);
+    return strtoll(rows[id].def, NULL, 0);
+  }
+  /* Accept k/m/g suffixes for byte counts. */
+  if (*end == 'k' || *end == 'K') v <<= 10;
+  else if (*end == 'm' || *end == 'M') v <<= 20;
+  else if (*end == 'g' || *end == 'G') v <<= 30;
+  return v;
+}
+
+static void build_table(void) {
+  size_t cap = 256;
+  for (int i = 0; i < GC_NUM_PARAMS; i++)
+    cap += strlen(rows[i].env) + strlen(values[i]) + strlen(rows[i].def) + strlen(rows[i].doc) + 16;
+  table_text = malloc(cap);
+  if (!table_text) return;
+  size_t n = (size_t)snprintf(table_text, cap, "%-20s %-12s %-12s %s\n", "name", "value", "default", "description");
+  for (int i = 0; i < GC_NUM_PARAMS && n < cap; i++)
+    n += (size_t)snprintf(table_text + n, cap - n, "%-20s %-12s %-12s %s\n", rows[i].env,
+                          *values[i] ? values[i] : "\"\"", *rows[i].def ? rows[i].def : "\"\"",
+                          rows[i].doc);
+}
+
+const char *gc_params_table(void) {
+  static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, read_all);
+  pthread_once(&table_once, build_table);
+  return table_text ? table_text : "";
+}

@@ -1,0 +1,229 @@
+/* transport.c — the peer-to-peer data plane's memory: per-rank signal + staging buffers exported
+ * with CUDA IPC, the real peer-access probe, and symmetric allocations (gc_mem_alloc). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "kernels.h"
+
+/* One IPC export: the handle plus the offset of the pointer inside its allocation. */
+typedef struct {
+  cudaIpcMemHandle_t handle;
+  int ok;
+  char pci_bus_id[32]; /* which GPU: ordinals differ between processes, bus ids don't */
+} ipc_export_t;
+
+/* The driver's view of whether this GPU can reach local rank p's: same GPU (several ranks on one
+ * device) or cudaDeviceCanAccessPeer. A GPU not visible here leaves the answer to the IPC open. */
+static int driver_allows(gc_comm_t comm, const ipc_export_t *mine, const ipc_export_t *peer) {
+  if (strcmp(mine->pci_bus_id, peer->pci_bus_id) == 0) return 1;
+  int dev = -1, can = 0;
+  if (cudaDeviceGetByPCIBusId(&dev, peer->pci_bus_id) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  if (cudaDeviceCanAccessPeer(&can, comm->device, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return can;
+}
+
+/* Opens every local peer's handle; peer_ok[p] says whether the open worked. A failed open is not
+ * an error here: it is how peer access is probed for real. */
+static gc_result_t exchange(gc_comm_t comm, void *mine, char *mapped[GC_MAX_LOCAL_RANKS],
+                            int peer_ok[GC_MAX_LOCAL_RANKS]) {
+  ipc_export_t me = {0}, all[GC_MAX_LOCAL_RANKS];
+  me.ok = cudaIpcGetMemHandle(&me.handle, mine) == cudaSuccess;
+  if (!me.ok) (void)cudaGetLastError();
+  if (cudaDeviceGetPCIBusId(me.pci_bus_id, sizeof me.pci_bus_id, comm->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(me.pci_bus_id, sizeof me.pci_bus_id, "device-%d", comm->device);
+  }
+  GC_CHECK(gc__boot_local_allgather(comm, &me, all, sizeof me));
+  for (int p = 0; p < comm->local_size; p++) {
+    mapped[p] = NULL;
+    peer_ok[p] = 0;
+    if (p == comm->local_rank) {
+      mapped[p] = mine;
+      peer_ok[p] = 1;
+      continue;
+    }
+    if (!all[p].ok || !driver_allows(comm, &me, &all[p])) continue;
+    void *ptr = NULL;
+    cudaError_t e = cudaIpcOpenMemHandle(&ptr, all[p].handle, cudaIpcMemLazyEnablePeerAccess);
+    if (e == cudaSuccess) {
+      mapped[p] = ptr;
+      peer_ok[p] = 1;
+    } else {
+      GC_INFO(GC_SUB_P2P, "cannot map local rank %d's memory: %s", p, cudaGetErrorString(e));
+      (void)cudaGetLastError();
+    }
+  }
+  return GC_SUCCESS;
+}
+
+static void unmap(gc_comm_t comm, char *mapped[GC_MAX_LOCAL_RANKS]) {
+  for (int p = 0; p < comm->local_size && p < GC_MAX_LOCAL_RANKS; p++)
+    if (p != comm->local_rank && mapped[p]) cudaIpcCloseMemHandle(mapped[p]);
+}
+
+gc_result_t gc__transport_init(gc_comm_t comm) {
+  gc__transport_t *tp = &comm->tp;
+  int n = comm->local_size;
+  /* Peer-to-peer kernels serve one node of 1..8 GPUs with every rank on a GPU. */
+  int eligible = comm->all_gpu && comm->node_count == 1 && n <= GC_MAX_LOCAL_RANKS;
+  int all_eligible = eligible;
+  GC_CHECK(gc__boot_min_int(comm, &all_eligible));
+  if (!all_eligible) {
+    GC_INFO(GC_SUB_P2P, "peer-to-peer kernels off (all_gpu=%d nodes=%d local_size=%d)", comm->all_gpu,
+            comm->node_count, n);
+    return GC_SUCCESS;
+  }
+
+  size_t staging = comm->tp.staging_bytes;
+  size_t sig_bytes = (sizeof(gc_ksignals_t) + 255) & ~(size_t)255;
+  char *base = NULL;
+  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + staging));
+  GC_CUDA_CHECK(comm, cudaMemset(base, 0, sig_bytes));
+  GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
+
+  char *mapped[GC_MAX_LOCAL_RANKS];
+  int ok[GC_MAX_LOCAL_RANKS];
+  gc_result_t r = exchange(comm, base, mapped, ok);
+  if (r != GC_SUCCESS) {
+    cudaFree(base);
+    return r;
+  }
+  int all_ok = 1;
+  for (int p = 0; p < n; p++) {
+    comm->peer_access[p] = ok[p];
+    all_ok &= ok[p];
+  }
+  int everyone = all_ok;
+  GC_CHECK(gc__boot_min_int(comm, &everyone));
+  if (!everyone) {
+    GC_INFO(GC_SUB_P2P, "some pair of GPUs cannot map each other: MPI path for device buffers");
+    unmap(comm, mapped);
+    cudaFree(base);
+    return GC_SUCCESS;
+  }
+  for (int p = 0; p < n; p++) {
+    tp->signals[p] = (uint32_t *)mapped[p];
+    tp->staging[p] = mapped[p] + sig_bytes;
+  }
+
+  GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));
+  *tp->error_host = 0;
+  GC_CUDA_CHECK(comm, cudaHostGetDevicePointer((void **)&tp->error_dev, tp->error_host, 0));
+  tp->timeout_ns = (uint64_t)comm->timeout_ms * 1000000ull;
+  comm->p2p_ready = 1;
+  GC_INFO(GC_SUB_P2P, "peer-to-peer ready: %d GPUs, %zu staging bytes each", n, staging);
+  return GC_SUCCESS;
+}
+
+void gc__transport_destroy(gc_comm_t comm) {
+  gc__transport_t *tp = &comm->tp;
+  if (!comm->p2p_ready) return;
+  char *mapped[GC_MAX_LOCAL_RANKS] = {0};
+  for (int p = 0; p < comm->local_size; p++) mapped[p] = (char *)tp->signals[p];
+  unmap(comm, mapped);
+  cudaFree(tp->signals[comm->local_rank]);
+  if (tp->error_host) cudaFreeHost(tp->error_host);
+  memset(tp, 0, sizeof *tp);
+  comm->p2p_ready = 0;
+}
+
+bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
+                          void *peers[GC_MAX_LOCAL_RANKS]) {
+  const char *p = ptr;
+  for (gc__symmetric_t *s = comm->symmetric; s; s = s->next) {
+    const char *own = s->base[comm->local_rank];
+    if (p >= own && p + bytes <= own + s->bytes) {
+      size_t off = (size_t)(p - own);
+      for (int r = 0; r < comm->local_size; r++) peers[r] = s->base[r] + off;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* gc_mem_alloc: collective; on a peer-to-peer communicator every rank maps every other's buffer. */
+gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: out is NULL");
+  if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: bytes is 0");
+  gc__symmetric_t *s = calloc(1, sizeof *s);
+  if (!s) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_mem_alloc: out of host memory");
+  s->bytes = bytes;
+  if (comm->device < 0) {
+    s->base[comm->local_rank] = malloc(bytes);
+    if (!s->base[comm->local_rank]) {
+      free(s);
+      return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_mem_alloc: malloc(%zu) failed", bytes);
+    }
+  } else {
+    s->device = true;
+    /* Round up so every rank's buffer ends on a 16-byte pack boundary. */
+    cudaError_t e = cudaMalloc((void **)&s->base[comm->local_rank], (bytes + 255) & ~(size_t)255);
+    if (e != cudaSuccess) {
+      free(s);
+      return GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
+    }
+    if (comm->p2p_ready) {
+      char *mapped[GC_MAX_LOCAL_RANKS];
+      int ok[GC_MAX_LOCAL_RANKS];
+      gc_result_t r = exchange(comm, s->base[comm->local_rank], mapped, ok);
+      int all_ok = r == GC_SUCCESS;
+      for (int p = 0; all_ok && p < comm->local_size; p++) all_ok &= ok[p];
+      int everyone = all_ok;
+      if (r == GC_SUCCESS) r = gc__boot_min_int(comm, &everyone);
+      if (r != GC_SUCCESS || !everyone) {
+        if (r == GC_SUCCESS) unmap(comm, mapped);
+        cudaFree(s->base[comm->local_rank]);
+        free(s);
+        return r != GC_SUCCESS ? r : GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: a peer could not map the buffer");
+      }
+      for (int p = 0; p < comm->local_size; p++) s->base[p] = mapped[p];
+    }
+  }
+  s->next = comm->symmetric;
+  comm->symmetric = s;
+  *out = s->base[comm->local_rank];
+  return GC_SUCCESS;
+}
+
+static void symmetric_release(gc_comm_t comm, gc__symmetric_t *s) {
+  if (s->device) {
+    if (comm->p2p_ready) unmap(comm, s->base);
+    cudaFree(s->base[comm->local_rank]);
+  } else {
+    free(s->base[comm->local_rank]);
+  }
+  free(s);
+}
+
+gc_result_t gc_mem_free(gc_comm_t comm, void *ptr) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!ptr) return GC_SUCCESS;
+  for (gc__symmetric_t **link = &comm->symmetric; *link; link = &(*link)->next) {
+    gc__symmetric_t *s = *link;
+    if (s->base[comm->local_rank] != ptr) continue;
+    /* Peers may still read this buffer in a kernel in flight: wait for ours, then for everyone. */
+    if (s->device) GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
+    if (comm->p2p_ready) GC_CHECK(gc__boot_barrier(comm));
+    *link = s->next;
+    symmetric_release(comm, s);
+    return GC_SUCCESS;
+  }
+  return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_free: %p was not returned by gc_mem_alloc", ptr);
+}
+
+void gc__symmetric_release_all(gc_comm_t comm) {
+  while (comm->symmetric) {
+    gc__symmetric_t *s = comm->symmetric;
+    comm->symmetric = s->next;
+    symmetric_release(comm, s);
+  }
+}
