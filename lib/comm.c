@@ -163,10 +163,9 @@ gc_result_t gc_comm_destroy(gc_comm_t comm) {
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) r = GC_FAIL(comm, GC_ERR_CUDA, "gc_comm_destroy: %s", cudaGetErrorString(e));
   }
-  if (comm->sticky == GC_SUCCESS) {
-    gc_result_t b = gc__boot_barrier(comm);
-    if (r == GC_SUCCESS) r = b;
-  }
+  /* Also after a failure: the ranks that are alive still meet, and the wait is bounded. */
+  gc_result_t b = gc__boot_barrier(comm);
+  if (r == GC_SUCCESS && comm->sticky == GC_SUCCESS) r = b;
   live_remove(comm);
   comm_free(comm);
   return r;

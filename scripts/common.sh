@@ -1,0 +1,34 @@
+# scripts/common.sh — sourced by the set-up scripts: installs the Debian packages listed in
+# scripts/deps/*.txt, finds the CUDA toolkit, and configures and builds into $GC_BUILD_DIR.
+set -euo pipefail
+GC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GC_BUILD_DIR=${GC_BUILD_DIR:-$GC_ROOT/build}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+gc_install_deps() {
+  local pkgs missing=()
+  pkgs=$(grep -hv '^\s*#' "$GC_ROOT"/scripts/deps/*.txt | awk 'NF' | sort -u)
+  for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "== installing: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+gc_find_cuda() {
+  if ! command -v nvcc >/dev/null 2>&1; then
+    for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break; done
+  fi
+  command -v nvcc >/dev/null 2>&1 || { echo "nvcc not found: install the CUDA toolkit first" >&2; exit 1; }
+}
+
+gc_has_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+gc_gpu_count() { if gc_has_gpu; then nvidia-smi -L | grep -c '^GPU'; else echo 0; fi; }
+
+gc_build() {
+  cmake -S "$GC_ROOT" -B "$GC_BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${GC_CMAKE_ARGS:-} "$@"
+  cmake --build "$GC_BUILD_DIR" -j "$(nproc)"
+}

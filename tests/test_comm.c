@@ -1,0 +1,148 @@
+/* test_comm.c — the communicator module: init variants, queries, the local-size override, the
+ * parameter and algorithm tables, the multicast kill switch, destroy and use after destroy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "gc_test.h"
+
+static void test_queries(void) {
+  int v = -1;
+  GC_TEST_OK(gc_comm_rank(gc_test_comm, &v));
+  CU_ASSERT_EQUAL(v, gc_test_rank);
+  GC_TEST_OK(gc_comm_size(gc_test_comm, &v));
+  CU_ASSERT_EQUAL(v, gc_test_size);
+  int local = -1, lsize = -1, nodes = -1;
+  GC_TEST_OK(gc_comm_local_rank(gc_test_comm, &local));
+  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
+  GC_TEST_OK(gc_comm_node_count(gc_test_comm, &nodes));
+  CU_ASSERT(local >= 0 && local < lsize);
+  CU_ASSERT(nodes >= 1 && nodes <= gc_test_size);
+  int dev = -2;
+  GC_TEST_OK(gc_comm_device(gc_test_comm, &dev));
+  CU_ASSERT(gc_test_on_gpu ? dev >= 0 : dev >= -1);
+  int self = -1;
+  GC_TEST_OK(gc_comm_peer_access(gc_test_comm, local, &self));
+  CU_ASSERT_EQUAL(self, dev >= 0);
+  CU_ASSERT_EQUAL(gc_comm_peer_access(gc_test_comm, lsize, &self), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_EQUAL(gc_comm_rank(gc_test_comm, NULL), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT(strlen(gc_comm_last_error(gc_test_comm)) > 0);
+  int aware = -1, ready = -1;
+  GC_TEST_OK(gc_comm_cuda_aware_mpi(gc_test_comm, &aware));
+  CU_ASSERT(aware == 0 || aware == 1);
+  GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
+  CU_ASSERT(ready == 0 || ready == 1);
+  if (!gc_test_on_gpu) CU_ASSERT_EQUAL(ready, 0);
+  void *stream = (void *)1;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  CU_ASSERT(dev >= 0 ? stream != NULL : stream == NULL);
+  const char *table = gc_comm_algo_table(gc_test_comm);
+  CU_ASSERT_PTR_NOT_NULL(strstr(table, "allreduce"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(table, "broadcast"));
+}
+
+static void test_init_variants(void) {
+  gc_comm_t c = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = 0;
+  GC_TEST_OK(gc_comm_init_f(&c, MPI_Comm_c2f(MPI_COMM_WORLD), &cfg));
+  int dev = 5, ready = 5;
+  GC_TEST_OK(gc_comm_device(c, &dev));
+  CU_ASSERT_EQUAL(dev, -1);
+  GC_TEST_OK(gc_comm_p2p_ready(c, &ready));
+  CU_ASSERT_EQUAL(ready, 0);
+  GC_TEST_OK(gc_comm_destroy(c));
+
+  /* A config from another version of the header is refused, and *out is left alone. */
+  gc_comm_t untouched = (gc_comm_t)&cfg;
+  gc_config_t bad = GC_CONFIG_INIT;
+  bad.version = 999;
+  CU_ASSERT_EQUAL(gc_comm_init(&untouched, MPI_COMM_WORLD, &bad), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT(untouched == (gc_comm_t)&cfg);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "version"));
+  CU_ASSERT_EQUAL(gc_comm_init(NULL, MPI_COMM_WORLD, NULL), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_EQUAL(gc_comm_init(&untouched, MPI_COMM_NULL, NULL), GC_ERR_INVALID_ARGUMENT);
+}
+
+/* GC_LOCAL_SIZE (here via the config) splits one host into nodes: 2 ranks per "node". */
+static void test_local_size_override(void) {
+  if (gc_test_size < 2 || gc_test_size % 2) {
+    gc_test_note("local-size override needs an even number of ranks; skipped");
+    return;
+  }
+  gc_comm_t c = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = gc_test_on_gpu;
+  cfg.local_size = 1;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  int lsize = 0, nodes = 0, ready = 1;
+  GC_TEST_OK(gc_comm_local_size(c, &lsize));
+  GC_TEST_OK(gc_comm_node_count(c, &nodes));
+  GC_TEST_OK(gc_comm_p2p_ready(c, &ready));
+  CU_ASSERT_EQUAL(lsize, 1);
+  CU_ASSERT_EQUAL(nodes, gc_test_size);
+  CU_ASSERT_EQUAL(ready, 0); /* several nodes: the kernels stay off, MPI carries the data */
+  /* The collectives still give the right answer across the "nodes". */
+  size_t count = 1000;
+  float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
+  for (size_t i = 0; i < count; i++) in[i] = (float)(gc_test_rank + 1) * (float)i;
+  GC_TEST_OK(gc_allreduce(in, out, count, GC_FLOAT32, GC_SUM, c, NULL));
+  float factor = (float)(gc_test_size * (gc_test_size + 1) / 2);
+  int ok = 1;
+  for (size_t i = 0; i < count; i++) ok &= out[i] == factor * (float)i;
+  CU_ASSERT(ok);
+  free(in);
+  free(out);
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
+static void test_params_and_version(void) {
+  const char *t = gc_params_table();
+  CU_ASSERT_PTR_NOT_NULL(strstr(t, "GC_TIMEOUT_MS"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(t, "GC_LOCAL_SIZE"));
+  CU_ASSERT_STRING_EQUAL(gc_get_version(), "0.1.0");
+}
+
+/* The multimem path is off by default and refuses while an operator's kill switch is set; it
+ * never reaches a multicast object. The test only ever switches multicast off (and leaves it off). */
+static void test_multimem_refused(void) {
+  float x[4] = {1, 2, 3, 4}, y[4];
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_MULTIMEM;
+  if (!getenv("NCCL_NVLS_ENABLE") && !getenv("TORCH_SYMM_MEM_DISABLE_MULTICAST") && !getenv("NVSHMEM_DISABLE_NVLS")) {
+    CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "off by default"));
+  }
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "kill switch"));
+}
+
+static void test_use_after_destroy(void) {
+  gc_comm_t c = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = 0;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  GC_TEST_OK(gc_comm_destroy(c));
+  int v;
+  CU_ASSERT_EQUAL(gc_comm_rank(c, &v), GC_ERR_INVALID_USAGE);
+  float x = 1, y;
+  CU_ASSERT_EQUAL(gc_allreduce(&x, &y, 1, GC_FLOAT32, GC_SUM, c, NULL), GC_ERR_INVALID_USAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "destroy"));
+  CU_ASSERT_EQUAL(gc_comm_destroy(c), GC_ERR_INVALID_USAGE);
+  CU_ASSERT_EQUAL(gc_comm_destroy(NULL), GC_ERR_INVALID_ARGUMENT);
+}
+
+void gc_test_suite_comm(void) {
+  static const gc_test_case_t tests[] = {
+      {"queries", test_queries},
+      {"init variants", test_init_variants},
+      {"local size override", test_local_size_override},
+      {"params and version", test_params_and_version},
+      {"multimem refused", test_multimem_refused},
+      {"use after destroy", test_use_after_destroy},
+      {NULL, NULL},
+  };
+  gc_test_add_suite("comm", tests);
+}

@@ -1,0 +1,305 @@
+/* test_p2p.c — the peer-to-peer path on GPUs: every forced algorithm, zero-copy symmetric buffers,
+ * chunking through a small staging area, fused epilogues, unaligned pointers, PDL, CUDA-graph
+ * capture and replay, and a forced timeout that returns GC_ERR_TIMEOUT instead of hanging. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include "gc_test.h"
+
+/* Graph capture of gpucoll calls on `stream` (begin = 1 starts, begin = 0 ends and instantiates). */
+static int gc_test_capture(void *stream, int begin, void **graph_exec) {
+  if (begin) return cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal);
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (e != cudaSuccess) fprintf(stderr, "[rank %d] capture: %s\n", gc_test_rank, cudaGetErrorString(e));
+  *graph_exec = exec;
+  return e;
+}
+static int gc_test_replay(void *graph_exec, void *stream) {
+  return cudaGraphLaunch((cudaGraphExec_t)graph_exec, (cudaStream_t)stream);
+}
+static void gc_test_graph_destroy(void *graph_exec) {
+  if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
+}
+
+static int p2p_ready(gc_comm_t comm) {
+  int ready = 0;
+  if (!gc_test_on_gpu) return 0;
+  GC_TEST_OK(gc_comm_p2p_ready(comm, &ready));
+  return ready;
+}
+
+static int need_p2p(const char *what) {
+  if (p2p_ready(gc_test_comm)) return 1;
+  gc_test_note("%s: needs GPUs with peer access (run with --gpu on a GPU host); skipped", what);
+  return 0;
+}
+
+/* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
+ * bits on every rank. send/recv are device buffers of the caller's choosing (eager or symmetric);
+ * in place when send == recv. */
+static void check_allreduce(gc_comm_t comm, const char *what, void *send, void *recv, size_t count, gc_dtype_t dtype,
+                            gc_op_t op, const gc_options_t *opts, int salt) {
+  gc_options_t o = opts ? *opts : (gc_options_t)GC_OPTIONS_INIT;
+  gc_dtype_t out_dtype = o.out_dtype == GC_DTYPE_SAME ? dtype : o.out_dtype;
+  size_t os = gc_dtype_size(out_dtype);
+  gc_test_fill(send, count, dtype, gc_test_rank, salt);
+  if (send != recv) gc_test_poison(recv, count * os);
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(comm, &stream));
+  GC_TEST_OK(gc_allreduce_ex(send, recv, count, dtype, op, comm, stream, &o));
+  GC_TEST_OK(gc_synchronize(comm, stream));
+  void *host = malloc(count * os);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+  gc_test_download(host, recv, count * os);
+  gc_test_red_t R;
+  gc_test_red_init(&R, dtype, op, salt);
+  R.out_dtype = out_dtype;
+  R.scale = o.scale;
+  void *add_host = NULL;
+  if (o.add) {
+    add_host = malloc(count * gc_dtype_size(dtype));
+    gc_test_download(add_host, o.add, count * gc_dtype_size(dtype));
+    R.add = add_host;
+  }
+  size_t bad = gc_test_check_red(what, &R, host, count, count > (1u << 22) ? 97 : 1);
+  CU_ASSERT_EQUAL(bad, 0);
+  CU_ASSERT(gc_test_same_on_all_ranks(host, count * os));
+  free(add_host);
+  free(host);
+}
+
+static const size_t sizes[] = {1, 7, 4099, 65537, 1048577, 8388608};
+
+static void test_forced_algorithms(void) {
+  if (!need_p2p("forced algorithms")) return;
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
+  size_t maxn = sizes[sizeof sizes / sizeof sizes[0] - 1];
+  void *a = gc_test_alloc(maxn * 4), *b = gc_test_alloc(maxn * 4);
+  int salt = 100;
+  for (size_t ai = 0; ai < 2; ai++)
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      gc_options_t o = GC_OPTIONS_INIT;
+      o.algo = algos[ai];
+      char what[96];
+      snprintf(what, sizeof what, "%s bf16 sum n=%zu", gc_algo_name(algos[ai]), sizes[si]);
+      check_allreduce(gc_test_comm, what, a, b, sizes[si], GC_BFLOAT16, GC_SUM, &o, salt++);
+      snprintf(what, sizeof what, "%s f32 max in-place n=%zu", gc_algo_name(algos[ai]), sizes[si]);
+      check_allreduce(gc_test_comm, what, a, a, sizes[si], GC_FLOAT32, GC_MAX, &o, salt++);
+      snprintf(what, sizeof what, "%s i32 avg n=%zu", gc_algo_name(algos[ai]), sizes[si]);
+      check_allreduce(gc_test_comm, what, a, b, sizes[si], GC_INT32, GC_AVG, &o, salt++);
+    }
+  gc_test_free(a);
+  gc_test_free(b);
+}
+
+static void test_symmetric_zero_copy(void) {
+  if (!need_p2p("symmetric buffers")) return;
+  size_t n = 3 * 1048576 + 5;
+  void *a = NULL, *b = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &a));
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &b));
+  int salt = 200;
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = (gc_algo_t)algo;
+    check_allreduce(gc_test_comm, "symmetric out-of-place bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(gc_test_comm, "symmetric in-place f32", a, a, n, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(gc_test_comm, "symmetric small f16 min", a, b, 1000, GC_FLOAT16, GC_MIN, &o, salt++);
+    /* Offsets that break 16-byte alignment take the element-wise path, still zero-copy. */
+    check_allreduce(gc_test_comm, "symmetric unaligned bf16", (char *)a + 2, (char *)b + 6, 70001, GC_BFLOAT16, GC_SUM,
+                    &o, salt++);
+  }
+  /* Reduce-scatter and all-gather read symmetric inputs in place too. */
+  size_t rc = 100003;
+  void *out = gc_test_alloc(rc * 2 * gc_test_size);
+  gc_test_fill(a, rc * gc_test_size, GC_BFLOAT16, gc_test_rank, 300);
+  gc_test_poison(out, rc * 2);
+  GC_TEST_OK(gc_reducescatter(a, out, rc, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL));
+  GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+  unsigned short *h = malloc(rc * 2);
+  gc_test_download(h, out, rc * 2);
+  gc_test_red_t R;
+  gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 300);
+  R.base = (size_t)gc_test_rank * rc;
+  CU_ASSERT_EQUAL(gc_test_check_red("symmetric reduce-scatter", &R, h, rc, 1), 0);
+  free(h);
+  gc_test_free(out);
+  GC_TEST_OK(gc_mem_free(gc_test_comm, a));
+  GC_TEST_OK(gc_mem_free(gc_test_comm, b));
+}
+
+/* A 64 KiB staging area forces every eager collective through many chunks. */
+static void test_small_staging_chunks(void) {
+  if (!need_p2p("chunked staging")) return;
+  gc_comm_t c = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 65536;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  size_t n = 1048576 + 3;
+  void *a = gc_test_alloc(n * 4 * gc_test_size), *b = gc_test_alloc(n * 4 * gc_test_size);
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = (gc_algo_t)algo;
+    check_allreduce(c, "chunked f32 sum", a, b, n, GC_FLOAT32, GC_SUM, &o, 400 + algo);
+    check_allreduce(c, "chunked bf16 in place", a, a, n, GC_BFLOAT16, GC_SUM, &o, 410 + algo);
+  }
+  /* all-gather of parts larger than staging */
+  gc_test_fill(a, n, GC_FLOAT32, gc_test_rank, 420);
+  gc_test_poison(b, n * 4 * gc_test_size);
+  GC_TEST_OK(gc_allgather(a, b, n, GC_FLOAT32, c, NULL));
+  GC_TEST_OK(gc_synchronize(c, NULL));
+  float *h = malloc(n * 4 * gc_test_size);
+  gc_test_download(h, b, n * 4 * gc_test_size);
+  size_t bad = 0;
+  for (int r = 0; r < gc_test_size; r++)
+    for (size_t i = 0; i < n; i += 1 + (i % 7))
+      bad += h[r * n + i] != (float)gc_test_input(GC_FLOAT32, r, 420, i);
+  CU_ASSERT_EQUAL(bad, 0);
+  /* broadcast larger than staging from the last rank */
+  int root = gc_test_size - 1;
+  gc_test_fill(a, n, GC_FLOAT32, root, 430);
+  gc_test_poison(b, n * 4);
+  GC_TEST_OK(gc_broadcast(a, b, n, GC_FLOAT32, root, c, NULL));
+  GC_TEST_OK(gc_synchronize(c, NULL));
+  gc_test_download(h, b, n * 4);
+  bad = 0;
+  for (size_t i = 0; i < n; i++) bad += h[i] != (float)gc_test_input(GC_FLOAT32, root, 430, i);
+  CU_ASSERT_EQUAL(bad, 0);
+  free(h);
+  gc_test_free(a);
+  gc_test_free(b);
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
+static void test_fused_epilogue(void) {
+  if (!need_p2p("fused epilogues")) return;
+  size_t n = 262147;
+  void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4), *add = gc_test_alloc(n * 4);
+  gc_test_fill(add, n, GC_BFLOAT16, -1, 500);
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = (gc_algo_t)algo;
+    o.scale = 0.5;
+    o.add = add;
+    check_allreduce(gc_test_comm, "bf16 scale+add", a, b, n, GC_BFLOAT16, GC_SUM, &o, 510 + algo);
+    o.out_dtype = GC_FP8_E4M3;
+    check_allreduce(gc_test_comm, "bf16 -> fp8 e4m3", a, b, n, GC_BFLOAT16, GC_SUM, &o, 520 + algo);
+    o.add = NULL;
+    o.out_dtype = GC_FLOAT32;
+    check_allreduce(gc_test_comm, "bf16 avg -> f32", a, b, n, GC_BFLOAT16, GC_AVG, &o, 530 + algo);
+  }
+  gc_test_free(a);
+  gc_test_free(b);
+  gc_test_free(add);
+}
+
+static void test_pdl(void) {
+  if (!need_p2p("programmatic dependent launch")) return;
+  size_t n = 65536 + 8;
+  void *a = gc_test_alloc(n * 2), *b = gc_test_alloc(n * 2);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.pdl = 1;
+  for (int i = 0; i < 5; i++) check_allreduce(gc_test_comm, "pdl bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, 600 + i);
+  gc_test_free(a);
+  gc_test_free(b);
+}
+
+typedef struct {
+  void *send, *recv, *gather;
+  size_t count;
+} graph_args_t;
+
+/* Captures an all-reduce (eager, through staging) and an all-gather into one graph, replays it
+ * three times on fresh inputs, and checks every replay. */
+static void test_graph_capture(void) {
+  if (!need_p2p("graph capture")) return;
+  size_t n = 300007;
+  void *send = gc_test_alloc(n * 2), *recv = gc_test_alloc(n * 2), *gather = gc_test_alloc(n * 2 * gc_test_size);
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  /* gpucoll's own entry points enqueue on the stream; the graph records them. */
+  gc_result_t r1, r2;
+  int capture_ok = 1;
+  void *exec = NULL;
+  capture_ok &= gc_test_capture(stream, 1, NULL) == 0;
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_TWOSHOT;
+  r1 = gc_allreduce_ex(send, recv, n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  r2 = gc_allgather(recv, gather, n, GC_BFLOAT16, gc_test_comm, stream);
+  capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
+  CU_ASSERT_EQUAL(r1, GC_SUCCESS);
+  CU_ASSERT_EQUAL(r2, GC_SUCCESS);
+  CU_ASSERT_FATAL(gc_test_all(capture_ok && r1 == GC_SUCCESS && r2 == GC_SUCCESS));
+  unsigned short *h = malloc(n * 2 * gc_test_size);
+  for (int replay = 0; replay < 3; replay++) {
+    int salt = 700 + replay;
+    gc_test_fill(send, n, GC_BFLOAT16, gc_test_rank, salt);
+    gc_test_poison(gather, n * 2 * gc_test_size);
+    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
+    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+    gc_test_download(h, gather, n * 2 * gc_test_size);
+    gc_test_red_t R;
+    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, salt);
+    for (int r = 0; r < gc_test_size; r++)
+      CU_ASSERT_EQUAL(gc_test_check_red("graph replay", &R, h + (size_t)r * n, n, 1), 0);
+  }
+  gc_test_graph_destroy(exec);
+  free(h);
+  gc_test_free(send);
+  gc_test_free(recv);
+  gc_test_free(gather);
+}
+
+/* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
+ * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. */
+static void test_forced_timeout(void) {
+  if (!need_p2p("forced timeout") || gc_test_size < 2) return;
+  gc_comm_t c = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.timeout_ms = 300;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  size_t n = 4096;
+  void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4);
+  gc_test_fill(a, n, GC_FLOAT32, gc_test_rank, 800);
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(c, &stream));
+  if (gc_test_rank == 0) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    GC_TEST_OK(gc_allreduce(a, b, n, GC_FLOAT32, GC_SUM, c, stream));
+    CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_TIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CU_ASSERT(s < 30.0); /* bounded: 300 ms per barrier, a few barriers at most */
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "GC_TIMEOUT_MS"));
+    /* Sticky: the next call reports the failure instead of launching. */
+    CU_ASSERT_EQUAL(gc_allreduce(a, b, n, GC_FLOAT32, GC_SUM, c, stream), GC_ERR_TIMEOUT);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  gc_test_free(a);
+  gc_test_free(b);
+  gc_result_t r = gc_comm_destroy(c);
+  CU_ASSERT(r == GC_SUCCESS || (gc_test_rank == 0 && r == GC_ERR_TIMEOUT));
+}
+
+void gc_test_suite_p2p(void) {
+  static const gc_test_case_t tests[] = {
+      {"forced algorithms", test_forced_algorithms},
+      {"symmetric zero-copy", test_symmetric_zero_copy},
+      {"small staging chunks", test_small_staging_chunks},
+      {"fused epilogue", test_fused_epilogue},
+      {"pdl", test_pdl},
+      {"graph capture and replay", test_graph_capture},
+      {"forced timeout", test_forced_timeout},
+      {NULL, NULL},
+  };
+  gc_test_add_suite("p2p", tests);
+}
