@@ -31,13 +31,17 @@ static void live_remove(gc_comm_t comm) {
   pthread_mutex_unlock(&live_lock);
 }
 
-gc_result_t gc__comm_check(gc_comm_t comm) {
-  if (comm == NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is NULL");
-  int found = 0;
+bool gc__comm_is_live(gc_comm_t comm) {
+  bool found = false;
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < live_count && !found; i++) found = live[i] == comm;
   pthread_mutex_unlock(&live_lock);
-  if (!found)
+  return found;
+}
+
+gc_result_t gc__comm_check(gc_comm_t comm) {
+  if (comm == NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is NULL");
+  if (!gc__comm_is_live(comm))
     return GC_FAIL(NULL, GC_ERR_INVALID_USAGE,
                    "comm %p is not a live communicator (used after gc_comm_destroy?)", (void *)comm);
   return GC_SUCCESS;

@@ -32,9 +32,10 @@ const char *gc_strerror(gc_result_t result) {
   }
 }
 
-/* Only a live communicator may hold the message; anything else goes to the thread's slot. */
+/* Only a live communicator may hold the message; anything else goes to the thread's slot. The
+ * registry is asked first, so a destroyed handle is never dereferenced. */
 static char *error_slot(gc_comm_t comm, size_t *len) {
-  if (comm != NULL && comm->magic == GC_COMM_MAGIC) {
+  if (comm != NULL && gc__comm_is_live(comm)) {
     *len = sizeof comm->last_error;
     return comm->last_error;
   }

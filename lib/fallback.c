@@ -650,9 +650,11 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
       if (k >= 2) CU_TRY(cudaEventSynchronize(ev.out[b])); /* round k-2's copy has left */
       MPI_TRY(MPI_Iallgather(own, (int)ck, et, all, (int)ck, et, comm->mpi, &req));
       RC_TRY(wait_req(comm, &req, "MPI_Iallgather (staged)"));
-      /* n blocks of ck elements to their places, count elements apart in recv */
-      CU_TRY(cudaMemcpy2DAsync(d + c0 * isz, count * isz, all, ck * isz, ck * isz, (size_t)n,
-                               cudaMemcpyHostToDevice, stream));
+      /* n blocks of ck elements to their places, count elements apart in recv (one copy each:
+       * cudaMemcpy2D's pitch is limited, and count * isz may pass it) */
+      for (int r = 0; r < n; r++)
+        CU_TRY(cudaMemcpyAsync(d + ((size_t)r * count + c0) * isz, all + (size_t)r * ck * isz,
+                               ck * isz, cudaMemcpyHostToDevice, stream));
       CU_TRY(cudaEventRecord(ev.out[b], stream));
       continue;
     }

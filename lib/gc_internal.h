@@ -55,7 +55,7 @@ enum {
 GC_HIDDEN extern int gc__log_level;
 GC_HIDDEN extern unsigned gc__log_mask;
 GC_HIDDEN extern int gc__log_rank; /* world rank for the log prefix; -1 before init */
-GC_HIDDEN void gc__log_init(void);
+GC_HIDDEN void gc__log_init(const char *level, const char *subsys);
 GC_HIDDEN void gc__log(int level, unsigned subsys, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -154,6 +154,7 @@ struct gc_comm {
 
 /* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
 GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);
+GC_HIDDEN bool gc__comm_is_live(gc_comm_t comm);
 /* GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout. */
 GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
 

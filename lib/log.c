@@ -17,15 +17,15 @@ static const struct { const char *name; unsigned bit; } subsystems[] = {
     {"MPI", GC_SUB_MPI},   {"TUNE", GC_SUB_TUNE}, {"MEM", GC_SUB_MEM}, {"ALL", GC_SUB_ALL},
 };
 
-void gc__log_init(void) {
-  const char *level = gc__param_str(GC_PARAM_DEBUG);
+/* Called by params.c while it reads the environment, with the two values in force. */
+void gc__log_init(const char *level, const char *subsys) {
   if (strcasecmp(level, "WARN") == 0) gc__log_level = GC_LOG_WARN;
   else if (strcasecmp(level, "INFO") == 0) gc__log_level = GC_LOG_INFO;
   else if (strcasecmp(level, "TRACE") == 0) gc__log_level = GC_LOG_TRACE;
   else gc__log_level = GC_LOG_NONE;
 
   char list[256];
-  snprintf(list, sizeof list, "%s", gc__param_str(GC_PARAM_DEBUG_SUBSYS));
+  snprintf(list, sizeof list, "%s", subsys);
   unsigned mask = 0;
   for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
     for (size_t i = 0; i < sizeof subsystems / sizeof subsystems[0]; i++)

@@ -25,7 +25,7 @@ static void read_all(void) {
     const char *v = getenv(rows[i].env);
     values[i] = (v && *v) ? strdup(v) : rows[i].def;
   }
-  gc__log_init();
+  gc__log_init(values[GC_PARAM_DEBUG], values[GC_PARAM_DEBUG_SUBSYS]);
   for (int i = 0; i < GC_NUM_PARAMS; i++)
     if (values[i] != rows[i].def) GC_INFO(GC_SUB_INIT, "%s set to %s", rows[i].env, values[i]);
 }

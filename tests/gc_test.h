@@ -1,10 +1,11 @@
 /* gc_test.h — what the test files share: the world communicator, buffers on the place under test
- * (host or device), the float64 reference and the checks. */
+ * (host or device), the float64 reference of a reduction and the checks. */
 #ifndef GC_TEST_H
 #define GC_TEST_H
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <CUnit/CUnit.h>
 
@@ -15,30 +16,72 @@ extern int gc_test_rank, gc_test_size;
 extern int gc_test_on_gpu;     /* buffers under test are device memory */
 extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED is set) */
 
-/* Buffers where the test runs: device memory of the communicator's GPU under --gpu, else host. */
+/* Asserts that a gpucoll call succeeded, printing its detailed message when not. */
+#define GC_TEST_OK(call)                                                                      \
+  do {                                                                                        \
+    gc_result_t r_ = (call);                                                                  \
+    if (r_ != GC_SUCCESS)                                                                     \
+      fprintf(stderr, "[rank %d] %s:%d: %s -> %s: %s\n", gc_test_rank, __FILE__, __LINE__,    \
+              #call, gc_result_name(r_), gc_comm_last_error(gc_test_comm));                    \
+    CU_ASSERT_EQUAL_FATAL(r_, GC_SUCCESS);                                                    \
+  } while (0)
+
+/* Buffers where the test runs: device memory of the communicator's GPU under --gpu, else host.
+ * The allocation fails the test (fatally) when memory is short. */
 void *gc_test_alloc(size_t bytes);
 void gc_test_free(void *p);
 void gc_test_upload(void *dst, const void *host_src, size_t bytes);
 void gc_test_download(void *host_dst, const void *src, size_t bytes);
-/* Fills with a byte pattern that is a NaN for float types, so unwritten output is caught. */
+/* Fills with 0xFF bytes: a NaN in every float type (fp8 included), so unwritten output shows. */
 void gc_test_poison(void *buf, size_t bytes);
-/* gc_fill_random on buf with the seed that rank `rank` uses in this test. */
-uint64_t gc_test_rank_seed(int rank, int salt);
 
-/* Element i of rank r's input for seed salt, as gc_fill_random writes it. */
+/* The seed rank `rank` uses for its input in the test with this salt (rank -1: shared data such
+ * as an epilogue's add vector, the same on every rank). */
+uint64_t gc_test_rank_seed(int rank, int salt);
+/* Fills buf (where the test runs) with count values of rank `rank`'s input for salt. */
+void gc_test_fill(void *buf, size_t count, gc_dtype_t dtype, int rank, int salt);
+/* Element i of rank r's input for salt, exactly as gc_fill_random writes it. */
 double gc_test_input(gc_dtype_t dtype, int rank, int salt, size_t i);
-/* The float64 reference of `op` over every rank's input element i (AVG divides by size). */
+
+/* The reduction a test expects: output element i reduces input element map(i) of every rank,
+ * then the epilogue (scale, add[i] from a host copy of the add vector) and out dtype apply. */
+typedef struct gc_test_red {
+  gc_dtype_t dtype, out_dtype; /* out_dtype is never GC_DTYPE_SAME here */
+  gc_op_t op;
+  int salt;
+  double scale;
+  const void *add; /* host copy, dtype, one per output element; NULL = none */
+  /* input index of output element i: base + (i / width) * stride + i % width (width 0 = i) */
+  size_t base, width, stride;
+} gc_test_red_t;
+void gc_test_red_init(gc_test_red_t *R, gc_dtype_t dtype, gc_op_t op, int salt);
+/* The exact (float64) expected value of output i, and the magnitude its rounding errors scale
+ * with (sum of |terms|). Integer results are exact and wrapped to the output width. */
+void gc_test_red_ref(const gc_test_red_t *R, size_t i, double *ref, double *mag);
+/* Compares out (a host copy) against the reference; returns the number of wrong elements and
+ * prints the first few on stderr, prefixed by `what`. stride > 1 checks every stride-th element
+ * (plus the last 64) for the largest sizes. */
+size_t gc_test_check_red(const char *what, const gc_test_red_t *R, const void *out, size_t count,
+                         size_t stride);
+/* Tolerance: exact for integers; floats within 2 ulp of the output type relative to
+ * max(|ref|, smallest normal) plus the accumulator's rounding over `mag`. NaN never passes. */
+int gc_test_close_ex(gc_dtype_t out_dtype, gc_dtype_t in_dtype, double got, double ref, double mag);
+/* The same for a result of dtype computed from inputs of dtype: gc_test_close_ex(d, d, got, ref,
+ * |ref|). */
+int gc_test_close(gc_dtype_t dtype, double got, double ref);
+/* The float64 reference of `op` over every rank's input element i (no epilogue). */
 double gc_test_reduce_ref(gc_dtype_t dtype, gc_op_t op, int salt, size_t i);
-/* Compares out (host copy, dtype) with ref(i) for i in [0, count); returns the wrong count and
- * prints the first few on stderr with `what`. */
+/* Compares out (host copy, dtype) with ref(ctx, i) for i in [0, count) using gc_test_close;
+ * returns the wrong count and prints the first few on stderr with `what`. */
 size_t gc_test_compare(const char *what, const void *out, gc_dtype_t dtype, size_t count,
                        double (*ref)(void *ctx, size_t i), void *ctx);
-/* Tolerance for a result in dtype of magnitude |ref| after reducing `nranks` values. */
-int gc_test_close(gc_dtype_t dtype, double got, double ref);
+
 /* 1 on every rank when ok is 1 on every rank. */
 int gc_test_all(int ok);
-/* 1 when the bytes are identical on every rank. */
+/* 1 when the bytes are identical on every rank (rank 0's bytes broadcast and compared). */
 int gc_test_same_on_all_ranks(const void *host_buf, size_t bytes);
+/* Prints (rank 0 only) a note about a skipped case. */
+void gc_test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The suite table: each test file defines one function that adds its suite(s) to CUnit. */
 void gc_test_suite_errors(void);
@@ -49,5 +92,9 @@ void gc_test_suite_validation(void);
 void gc_test_suite_allreduce(void);
 void gc_test_suite_collectives(void);
 void gc_test_suite_p2p(void);
+
+/* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
+typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;
+void gc_test_add_suite(const char *name, const gc_test_case_t *tests);
 
 #endif /* GC_TEST_H */

@@ -1,0 +1,353 @@
+/* test_collectives.c — reduce-scatter (1-D, 2-D on both axes, uneven splits, in place), all-gather
+ * and broadcast (every dtype incl. fp8, every root, in place, odd counts). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+#include "gc_test.h"
+
+enum { GUARD = 16 };
+static int salt_counter = 1000000;
+
+static const gc_dtype_t reducible[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16, GC_FLOAT64,
+                                       GC_INT32,   GC_INT64,   GC_UINT8};
+#define NUM_REDUCIBLE ((int)(sizeof reducible / sizeof reducible[0]))
+
+/* Downloads `bytes` of output plus the guard after it; 0 when the guard was written. */
+static int fetch_checked(char *host, const char *dev, size_t bytes, int guarded, const char *what) {
+  gc_test_download(host, dev, bytes + (guarded ? GUARD : 0));
+  if (!guarded) return 1;
+  for (size_t i = 0; i < GUARD; i++)
+    if ((unsigned char)host[bytes + i] != 0xff) {
+      fprintf(stderr, "[rank %d] %s: wrote past the end of the output\n", gc_test_rank, what);
+      return 0;
+    }
+  return 1;
+}
+
+/* ---- reduce-scatter ------------------------------------------------------------------------- */
+
+typedef struct {
+  gc_dtype_t dtype, out_dtype;
+  gc_op_t op;
+  int two_d, axis;        /* two_d: gc_reducescatter_2d, else gc_reducescatter with rows = 1 */
+  size_t rows, cols;      /* 1-D: cols = recvcount */
+  int in_place;
+  double scale;
+  int with_add;
+} rs_case_t;
+
+static int run_rs(const rs_case_t *c) {
+  int salt = ++salt_counter, n = gc_test_size, me = gc_test_rank;
+  gc_dtype_t dt = c->dtype, odt = c->out_dtype == GC_DTYPE_SAME ? dt : c->out_dtype;
+  size_t isz = gc_dtype_size(dt), osz = gc_dtype_size(odt);
+  size_t total = c->two_d ? c->rows * c->cols : c->cols * (size_t)n;
+  gc_test_red_t R;
+  gc_test_red_init(&R, dt, c->op, salt);
+  R.out_dtype = odt;
+  R.scale = c->scale;
+  size_t mine, in_off; /* output elements; element offset of the in-place slot */
+  if (!c->two_d) {
+    mine = c->cols;
+    R.base = in_off = (size_t)me * c->cols;
+  } else if (c->axis == 0) {
+    size_t ro, rl;
+    gc_partition(c->rows, n, me, &ro, &rl);
+    mine = rl * c->cols;
+    R.base = in_off = ro * c->cols;
+  } else {
+    size_t co, cl;
+    gc_partition(c->cols, n, me, &co, &cl);
+    mine = c->rows * cl;
+    R.base = co;
+    R.width = cl;
+    R.stride = c->cols;
+    in_off = 0;
+  }
+  char what[200];
+  snprintf(what, sizeof what, "reduce-scatter%s %s %s->%s %zu x %zu axis %d%s scale %g%s",
+           c->two_d ? "_2d" : "", gc_op_name(c->op), gc_dtype_name(dt), gc_dtype_name(odt), c->rows,
+           c->cols, c->axis, c->in_place ? " in place" : "", c->scale, c->with_add ? " +add" : "");
+
+  char *send = gc_test_alloc(total * isz + GUARD);
+  gc_test_fill(send, total, dt, me, salt);
+  char *recv = c->in_place ? send + in_off * isz : gc_test_alloc(mine * osz + GUARD);
+  if (!c->in_place) gc_test_poison(recv, mine * osz + GUARD);
+  void *add = NULL, *add_host = NULL;
+  if (c->with_add) {
+    add = gc_test_alloc(mine * isz);
+    gc_test_fill(add, mine, dt, -1, salt);
+    add_host = malloc(mine * isz + 1);
+    gc_test_download(add_host, add, mine * isz);
+    R.add = add_host;
+  }
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.scale = c->scale;
+  o.add = add;
+  o.out_dtype = c->out_dtype;
+  gc_result_t r = c->two_d ? gc_reducescatter_2d(send, recv, c->rows, c->cols, c->axis, dt, c->op,
+                                                 gc_test_comm, NULL, &o)
+                           : gc_reducescatter_ex(send, recv, c->cols, dt, c->op, gc_test_comm, NULL, &o);
+  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
+  int ok = r == GC_SUCCESS;
+  if (!ok)
+    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r),
+            gc_comm_last_error(gc_test_comm));
+  char *host = malloc(mine * osz + GUARD);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+  if (ok) ok = fetch_checked(host, recv, mine * osz, !c->in_place, what);
+  if (ok) ok = gc_test_check_red(what, &R, host, mine, 1) == 0;
+  free(host);
+  free(add_host);
+  gc_test_free(add);
+  if (!c->in_place) gc_test_free(recv);
+  gc_test_free(send);
+  return gc_test_all(ok);
+}
+
+static rs_case_t rs1(gc_dtype_t dt, gc_op_t op, size_t recvcount, int in_place) {
+  rs_case_t c = {dt, GC_DTYPE_SAME, op, 0, 0, 1, recvcount, in_place, 1.0, 0};
+  return c;
+}
+
+static void test_rs_1d(void) {
+  static const size_t rcs[] = {0, 1, 3, 1021};
+  int bad = 0;
+  for (int d = 0; d < NUM_REDUCIBLE; d++)
+    for (int op = 0; op < GC_NUM_OPS; op++)
+      for (size_t k = 0; k < sizeof rcs / sizeof rcs[0]; k++)
+        for (int ip = 0; ip < 2; ip++) {
+          rs_case_t c = rs1(reducible[d], (gc_op_t)op, rcs[k], ip);
+          bad += !run_rs(&c);
+        }
+  /* larger, several MPI chunks per rank */
+  for (int d = 0; d < NUM_REDUCIBLE; d++)
+    for (int ip = 0; ip < 2; ip++) {
+      rs_case_t c = rs1(reducible[d], ip ? GC_MAX : GC_SUM, 262147, ip);
+      bad += !run_rs(&c);
+    }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_rs_epilogue(void) {
+  int bad = 0;
+  rs_case_t c = rs1(GC_FLOAT32, GC_SUM, 1021, 0);
+  c.scale = 0.5;
+  c.with_add = 1;
+  bad += !run_rs(&c);
+  c = rs1(GC_BFLOAT16, GC_AVG, 4099, 0);
+  c.out_dtype = GC_FP8_E4M3;
+  bad += !run_rs(&c);
+  c = rs1(GC_FLOAT16, GC_SUM, 333, 1);
+  c.scale = 2.0;
+  c.with_add = 1;
+  bad += !run_rs(&c);
+  c = rs1(GC_INT32, GC_SUM, 77, 0);
+  c.with_add = 1;
+  bad += !run_rs(&c);
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_rs_2d(void) {
+  /* shapes whose rows and columns do not divide by 2, 3 or 4 ranks, plus degenerate ones */
+  static const size_t shapes[][2] = {{1, 1}, {1, 3}, {3, 1}, {7, 5}, {13, 31}, {37, 129}, {5, 2}, {2, 1023}};
+  static const struct { gc_dtype_t dt; gc_op_t op; } kinds[] = {
+      {GC_FLOAT32, GC_SUM}, {GC_BFLOAT16, GC_AVG}, {GC_FLOAT16, GC_MAX}, {GC_FLOAT64, GC_PROD},
+      {GC_INT32, GC_SUM},   {GC_UINT8, GC_MIN},    {GC_INT64, GC_AVG}};
+  int bad = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+      for (int axis = 0; axis < 2; axis++)
+        for (int ip = 0; ip < (axis == 0 ? 2 : 1); ip++) {
+          rs_case_t c = {kinds[k].dt, GC_DTYPE_SAME, kinds[k].op, 1, axis, shapes[s][0], shapes[s][1],
+                         ip, 1.0, 0};
+          bad += !run_rs(&c);
+        }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_rs_2d_epilogue(void) {
+  int bad = 0;
+  for (int axis = 0; axis < 2; axis++) {
+    rs_case_t c = {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1, axis, 13, 31, 0, 0.5, 1};
+    bad += !run_rs(&c);
+    c = (rs_case_t){GC_BFLOAT16, GC_FP8_E4M3, GC_AVG, 1, axis, 37, 129, 0, 2.0, 1};
+    bad += !run_rs(&c);
+    c = (rs_case_t){GC_FLOAT16, GC_FLOAT32, GC_SUM, 1, axis, 7, 5, 0, 1.0, 1};
+    bad += !run_rs(&c);
+    c = (rs_case_t){GC_INT32, GC_DTYPE_SAME, GC_MAX, 1, axis, 7, 5, 0, 1.0, 1};
+    bad += !run_rs(&c);
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* DESIGN.md: the bits do not depend on the algorithm. A reduce-scatter (1-D and both 2-D axes)
+ * must equal the matching part of an all-reduce of the same data, bit for bit. */
+static void test_rs_matches_allreduce(void) {
+  static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT16, GC_FLOAT64};
+  const size_t rows = 19, cols = 37, total = rows * cols;
+  int n = gc_test_size, me = gc_test_rank, bad = 0;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (int op = 0; op < GC_NUM_OPS; op++) {
+      gc_dtype_t dt = dts[d];
+      size_t es = gc_dtype_size(dt);
+      int salt = ++salt_counter;
+      gc_options_t o = GC_OPTIONS_INIT;
+      o.scale = 0.75;
+      char *send = gc_test_alloc(total * es), *full = gc_test_alloc(total * es);
+      char *part = gc_test_alloc(total * es);
+      char *hfull = malloc(total * es), *hpart = malloc(total * es);
+      gc_test_fill(send, total, dt, me, salt);
+      GC_TEST_OK(gc_allreduce_ex(send, full, total, dt, (gc_op_t)op, gc_test_comm, NULL, &o));
+      GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+      gc_test_download(hfull, full, total * es);
+      for (int mode = 0; mode < 3; mode++) { /* 2-D axis 0, 2-D axis 1, 1-D on a prefix */
+        size_t off, len, mine;
+        int ok = 1;
+        if (mode < 2) {
+          gc_partition(mode == 0 ? rows : cols, n, me, &off, &len);
+          mine = mode == 0 ? len * cols : rows * len;
+          GC_TEST_OK(gc_reducescatter_2d(send, part, rows, cols, mode, dt, (gc_op_t)op, gc_test_comm, NULL, &o));
+        } else {
+          len = total / (size_t)n;
+          off = (size_t)me * len;
+          mine = len;
+          GC_TEST_OK(gc_reducescatter_ex(send, part, len, dt, (gc_op_t)op, gc_test_comm, NULL, &o));
+        }
+        GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+        gc_test_download(hpart, part, mine * es);
+        if (mode == 1) {
+          for (size_t i = 0; i < rows && ok; i++)
+            ok = memcmp(hpart + i * len * es, hfull + (i * cols + off) * es, len * es) == 0;
+        } else {
+          size_t start = mode == 0 ? off * cols : off;
+          ok = memcmp(hpart, hfull + start * es, mine * es) == 0;
+        }
+        if (!ok) {
+          fprintf(stderr, "[rank %d] reduce-scatter %s %s (mode %d) differs from all-reduce bits\n",
+                  me, gc_dtype_name(dt), gc_op_name((gc_op_t)op), mode);
+          bad++;
+        }
+      }
+      free(hfull);
+      free(hpart);
+      gc_test_free(part);
+      gc_test_free(full);
+      gc_test_free(send);
+    }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ---- all-gather ----------------------------------------------------------------------------- */
+
+static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
+  int salt = ++salt_counter, n = gc_test_size, me = gc_test_rank;
+  size_t es = gc_dtype_size(dt), total = count * (size_t)n;
+  char what[120];
+  snprintf(what, sizeof what, "allgather %s count %zu%s", gc_dtype_name(dt), count, in_place ? " in place" : "");
+  char *recv = gc_test_alloc(total * es + GUARD);
+  gc_test_poison(recv, total * es + GUARD);
+  char *send = in_place ? recv + (size_t)me * count * es : gc_test_alloc(count * es);
+  gc_test_fill(send, count, dt, me, salt);
+  gc_result_t r = gc_allgather(send, recv, count, dt, gc_test_comm, NULL);
+  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
+  int ok = r == GC_SUCCESS;
+  if (!ok)
+    fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(r), gc_comm_last_error(gc_test_comm));
+  char *host = malloc(total * es + GUARD), *want = malloc(total * es + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+  for (int rr = 0; rr < n; rr++)
+    for (size_t i = 0; i < count; i++)
+      gc__store_double(want, (size_t)rr * count + i, dt, gc_test_input(dt, rr, salt, i));
+  if (ok) ok = fetch_checked(host, recv, total * es, 1, what);
+  if (ok && memcmp(host, want, total * es) != 0) {
+    size_t i = 0;
+    while (memcmp(host + i * es, want + i * es, es) == 0) i++;
+    fprintf(stderr, "[rank %d] %s: element %zu (from rank %zu) is wrong\n", me, what, i, count ? i / count : 0);
+    ok = 0;
+  }
+  free(host);
+  free(want);
+  if (!in_place) gc_test_free(send);
+  gc_test_free(recv);
+  return gc_test_all(ok);
+}
+
+static void test_allgather(void) {
+  static const size_t sizes[] = {0, 1, 3, 1021, 65537};
+  int bad = 0;
+  for (int d = 0; d < GC_NUM_DTYPES; d++)
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      for (int ip = 0; ip < 2; ip++) bad += !run_ag((gc_dtype_t)d, sizes[s], ip);
+  bad += !run_ag(GC_BFLOAT16, 1048583, 0); /* several MPI chunks */
+  bad += !run_ag(GC_FP8_E4M3, 4194319, 1);
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ---- broadcast ------------------------------------------------------------------------------- */
+
+static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
+  int salt = ++salt_counter, me = gc_test_rank;
+  size_t es = gc_dtype_size(dt);
+  char what[120];
+  snprintf(what, sizeof what, "broadcast %s count %zu root %d%s", gc_dtype_name(dt), count, root,
+           in_place ? " in place" : "");
+  char *recv = gc_test_alloc(count * es + GUARD);
+  gc_test_poison(recv, count * es + GUARD);
+  char *send = NULL;
+  if (me == root) {
+    send = in_place ? recv : gc_test_alloc(count * es);
+    gc_test_fill(send, count, dt, root, salt);
+  }
+  gc_result_t r = gc_broadcast(send, recv, count, dt, root, gc_test_comm, NULL);
+  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
+  int ok = r == GC_SUCCESS;
+  if (!ok)
+    fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(r), gc_comm_last_error(gc_test_comm));
+  char *host = malloc(count * es + GUARD), *want = malloc(count * es + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+  for (size_t i = 0; i < count; i++) gc__store_double(want, i, dt, gc_test_input(dt, root, salt, i));
+  if (ok) ok = fetch_checked(host, recv, count * es, 1, what);
+  if (ok && memcmp(host, want, count * es) != 0) {
+    fprintf(stderr, "[rank %d] %s: wrong data\n", me, what);
+    ok = 0;
+  }
+  if (ok && send && send != recv) { /* the root's input is left alone */
+    gc_test_download(host, send, count * es);
+    if (memcmp(host, want, count * es) != 0) {
+      fprintf(stderr, "[rank %d] %s: the root's sendbuf changed\n", me, what);
+      ok = 0;
+    }
+  }
+  free(host);
+  free(want);
+  if (send && send != recv) gc_test_free(send);
+  gc_test_free(recv);
+  return gc_test_all(ok);
+}
+
+static void test_broadcast(void) {
+  static const size_t sizes[] = {0, 1, 3, 1021, 65537};
+  int bad = 0;
+  for (int root = 0; root < gc_test_size; root++)
+    for (int d = 0; d < GC_NUM_DTYPES; d++)
+      for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int ip = 0; ip < 2; ip++) bad += !run_bc((gc_dtype_t)d, sizes[s], root, ip);
+  bad += !run_bc(GC_FLOAT32, 3000017, gc_test_size - 1, 0); /* several MPI chunks */
+  bad += !run_bc(GC_UINT8, 9000011, 0, 1);
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+void gc_test_suite_collectives(void) {
+  static const gc_test_case_t tests[] = {{"reduce-scatter 1-D", test_rs_1d},
+                                         {"reduce-scatter epilogue", test_rs_epilogue},
+                                         {"reduce-scatter 2-D, both axes, uneven", test_rs_2d},
+                                         {"reduce-scatter 2-D epilogue", test_rs_2d_epilogue},
+                                         {"reduce-scatter bits equal all-reduce bits", test_rs_matches_allreduce},
+                                         {"all-gather", test_allgather},
+                                         {"broadcast", test_broadcast},
+                                         {NULL, NULL}};
+  gc_test_add_suite("collectives", tests);
+}
