@@ -1,0 +1,71 @@
+/* lgc.h — what the files of the gpucoll Lua module share (internal to bindings/lua). */
+#ifndef LGC_H
+#define LGC_H
+
+#include <stddef.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gpucoll.h"
+
+/* The module's entry point is the one symbol gpucoll.so must export (the build hides the rest). */
+#define LGC_EXPORT __attribute__((visibility("default")))
+LGC_EXPORT int luaopen_gpucoll(lua_State *L);
+
+#define LGC_COMM "gpucoll.comm"
+#define LGC_BUFFER "gpucoll.buffer"
+#define LGC_NCCL "gpucoll.nccl"
+
+typedef enum { LGC_HOST, LGC_DEVICE, LGC_SYMMETRIC } lgc_kind_t;
+
+typedef struct lgc_buffer lgc_buffer_t;
+typedef struct lgc_nccl lgc_nccl_t;
+
+typedef struct lgc_comm {
+  gc_comm_t comm;          /* NULL once closed */
+  MPI_Comm mpi;            /* the communicator it was made from (for NCCL's bootstrap) */
+  void *stream;            /* the communicator's stream; NULL on host-only ranks */
+  int rank, size, device;
+  lgc_buffer_t *buffers;   /* owning buffers still allocated; close() frees them */
+  lgc_nccl_t *nccls;       /* NCCL communicators opened from it; close() closes them */
+} lgc_comm_t;
+
+struct lgc_buffer {
+  lgc_comm_t *comm;
+  lgc_buffer_t *root;         /* the owning buffer: itself, or the one a view looks into */
+  void *base;                 /* the allocation (owning buffers); NULL once freed */
+  size_t offset;              /* bytes from root->base */
+  size_t count;               /* elements */
+  gc_dtype_t dtype;
+  lgc_kind_t kind;
+  lgc_buffer_t *prev, *next;  /* in comm->buffers, owning buffers only */
+};
+
+/* lgpucoll.c */
+lgc_comm_t *lgc_checkcomm(lua_State *L, int idx); /* raises if not a comm or closed */
+int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc); /* pushes nil, message, code */
+int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...);
+void lgc_anchor(lua_State *L, int idx); /* keeps the userdata alive until lgc_unanchor */
+void lgc_unanchor(lua_State *L, const void *key);
+int lgc_world_rank(void);
+gc_dtype_t lgc_checkdtype(lua_State *L, int idx);
+gc_op_t lgc_checkop(lua_State *L, int idx);
+
+/* lgc_buffer.c */
+lgc_buffer_t *lgc_checkbuffer(lua_State *L, int idx); /* raises if not a buffer or freed */
+lgc_buffer_t *lgc_testbuffer(lua_State *L, int idx);  /* NULL when not a buffer */
+void *lgc_ptr(const lgc_buffer_t *b);
+int lgc_comm_buffer(lua_State *L);    /* comm:buffer(count, dtype [, where]) */
+int lgc_comm_symmetric(lua_State *L); /* comm:symmetric(count, dtype) */
+/* Frees every buffer the communicator still owns (close); collective for symmetric ones. */
+void lgc_buffers_release(lua_State *L, lgc_comm_t *c);
+/* Waits for the communicator's stream and the legacy stream, so host-side access sees the
+ * results of collectives and collectives see host-side writes. */
+gc_result_t lgc_quiesce(lgc_comm_t *c);
+void lgc_buffer_register(lua_State *L);
+
+/* lgc_output.c: gpucoll.table, csv, json, progress (added to the module table on the stack). */
+void lgc_output_register(lua_State *L);
+
+#endif /* LGC_H */

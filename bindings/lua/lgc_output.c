@@ -1,0 +1,433 @@
+/* lgc_output.c — results out of Lua: aligned table (rank 0), CSV, JSON, a progress bar. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lgc.h"
+
+/* Text is assembled as a list of pieces in a Lua table, then concatenated: the encoders push
+ * values of their own, which a luaL_Buffer (it owns the top of the stack) does not allow. */
+typedef struct {
+  lua_State *L;
+  int t;
+  lua_Integer n;
+} sink_t;
+
+static void sink_init(sink_t *s, lua_State *L) {
+  s->L = L;
+  lua_newtable(L);
+  s->t = lua_gettop(L);
+  s->n = 0;
+}
+static void sink_lstr(sink_t *s, const char *p, size_t len) {
+  if (len == 0) return;
+  lua_pushlstring(s->L, p, len);
+  lua_rawseti(s->L, s->t, ++s->n);
+}
+static void sink_str(sink_t *s, const char *p) { sink_lstr(s, p, strlen(p)); }
+static void sink_pad(sink_t *s, char c, size_t n) {
+  char buf[64];
+  memset(buf, c, sizeof buf);
+  for (; n > sizeof buf; n -= sizeof buf) sink_lstr(s, buf, sizeof buf);
+  sink_lstr(s, buf, n);
+}
+/* Replaces the piece table with the concatenated string. */
+static void sink_result(sink_t *s) {
+  lua_State *L = s->L;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= s->n; i++) {
+    lua_rawgeti(L, s->t, i);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  lua_replace(L, s->t);
+  lua_settop(L, s->t);
+}
+
+/* Numbers print the way a results table wants them: integers whole, floats with 2 decimals
+ * from 1 up (times in us, GB/s), 3 significant digits below. */
+static void push_cell(lua_State *L, int idx, const char *fmt) {
+  idx = lua_absindex(L, idx);
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: lua_pushliteral(L, "-"); break;
+  case LUA_TNUMBER:
+    if (fmt) {
+      char buf[64];
+      if (strpbrk(fmt, "diouxXc")) /* an integer format: give it an integer */
+        snprintf(buf, sizeof buf, fmt, (int)lua_tonumber(L, idx));
+      else
+        snprintf(buf, sizeof buf, fmt, lua_tonumber(L, idx));
+      lua_pushstring(L, buf);
+    } else if (lua_isinteger(L, idx)) {
+      lua_pushfstring(L, "%I", lua_tointeger(L, idx));
+    } else {
+      double v = lua_tonumber(L, idx);
+      char buf[64];
+      snprintf(buf, sizeof buf, (v == 0 || fabs(v) >= 1 || !isfinite(v)) ? "%.2f" : "%.3g", v);
+      lua_pushstring(L, buf);
+    }
+    break;
+  default: luaL_tolstring(L, idx, NULL); break;
+  }
+}
+
+/* Columns: a list of names, or of {name, format} pairs (format as for string.format, for the
+ * table only). Pushes the name; returns the format or NULL. */
+static const char *column(lua_State *L, int cols, int j) {
+  const char *fmt = NULL;
+  if (lua_rawgeti(L, cols, j) == LUA_TTABLE) {
+    lua_rawgeti(L, -1, 2);
+    fmt = lua_tostring(L, -1); /* stays valid: the columns table holds the string */
+    lua_pop(L, 1);
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "column %d must be a name or {name, format}", j);
+  if (fmt && strchr(fmt, '%') == NULL) luaL_error(L, "column %d: format '%s' has no %%", j, fmt);
+  return fmt;
+}
+
+/* Pushes a columns table: the given one, or the sorted keys of the first row. */
+static int columns_arg(lua_State *L, int rows, int idx) {
+  if (!lua_isnoneornil(L, idx)) {
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushvalue(L, idx);
+    return lua_gettop(L);
+  }
+  lua_newtable(L);
+  int cols = lua_gettop(L), n = 0;
+  if (lua_rawgeti(L, rows, 1) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, cols, ++n);
+      }
+    }
+  }
+  lua_pop(L, 1);
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, cols);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+  return cols;
+}
+
+/* gpucoll.table(rows, [columns]) -> the text; printed to stdout on rank 0. Rows are tables
+ * keyed by column name; numbers are right-aligned, text left-aligned, nil shows as "-". */
+static int l_table(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int cols = columns_arg(L, 1, 2);
+  int nc = (int)luaL_len(L, cols), nr = (int)luaL_len(L, 1);
+  size_t *width = lua_newuserdatauv(L, sizeof(size_t) * 2 * (size_t)(nc + 1), 0);
+  size_t *right = width + nc + 1;
+  /* Cells as strings in a grid (row 1 = header), widths from the longest cell of each column. */
+  lua_createtable(L, nr + 1, 0);
+  int grid = lua_gettop(L);
+  lua_createtable(L, nc, 0);
+  for (int j = 1; j <= nc; j++) {
+    column(L, cols, j);
+    width[j] = lua_rawlen(L, -1);
+    right[j] = 0;
+    lua_rawseti(L, -2, j);
+  }
+  lua_rawseti(L, grid, 1);
+  for (int i = 1; i <= nr; i++) {
+    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return luaL_error(L, "table: row %d is not a table", i);
+    lua_createtable(L, nc, 0);
+    for (int j = 1; j <= nc; j++) {
+      const char *fmt = column(L, cols, j);
+      lua_gettable(L, -3);
+      if (lua_type(L, -1) == LUA_TNUMBER) right[j] = 1;
+      push_cell(L, -1, fmt);
+      lua_remove(L, -2);
+      size_t w = lua_rawlen(L, -1);
+      if (w > width[j]) width[j] = w;
+      lua_rawseti(L, -2, j);
+    }
+    lua_rawseti(L, grid, i + 1);
+    lua_pop(L, 1);
+  }
+  sink_t s;
+  sink_init(&s, L);
+  for (int i = 1; i <= nr + 1; i++) {
+    for (int j = 1; j <= nc; j++) {
+      lua_rawgeti(L, grid, i);
+      lua_rawgeti(L, -1, j);
+      size_t len;
+      const char *cell = lua_tolstring(L, -1, &len);
+      size_t pad = width[j] - len;
+      if (j > 1) sink_str(&s, "  ");
+      if (right[j]) sink_pad(&s, ' ', pad);
+      sink_lstr(&s, cell, len);
+      if (!right[j] && j < nc) sink_pad(&s, ' ', pad);
+      lua_pop(L, 2);
+    }
+    sink_str(&s, "\n");
+    if (i == 1) { /* a rule under the header */
+      for (int j = 1; j <= nc; j++) {
+        if (j > 1) sink_str(&s, "  ");
+        sink_pad(&s, '-', width[j]);
+      }
+      sink_str(&s, "\n");
+    }
+  }
+  sink_result(&s);
+  if (lgc_world_rank() == 0) {
+    fputs(lua_tostring(L, -1), stdout);
+    fflush(stdout);
+  }
+  return 1;
+}
+
+static void csv_field(sink_t *s, const char *p, size_t len) {
+  if (strpbrk(p, ",\"\n\r") == NULL) {
+    sink_lstr(s, p, len);
+    return;
+  }
+  sink_str(s, "\"");
+  for (const char *q; (q = memchr(p, '"', len)) != NULL; len -= (size_t)(q + 1 - p), p = q + 1) {
+    sink_lstr(s, p, (size_t)(q + 1 - p));
+    sink_str(s, "\""); /* a quote doubles */
+  }
+  sink_lstr(s, p, len);
+  sink_str(s, "\"");
+}
+
+/* Writes text to path on rank 0 (other ranks write nothing and return true). Not collective, so
+ * that a script may call it under `if comm.rank == 0`. Returns true or nil, msg, code. */
+static int write_rank0(lua_State *L, const char *path, const char *text, size_t len) {
+  int err = 0;
+  if (lgc_world_rank() == 0) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+      err = errno;
+    } else {
+      if (fwrite(text, 1, len, f) != len) err = errno ? errno : EIO;
+      if (fclose(f) != 0 && !err) err = errno;
+    }
+  }
+  if (err) return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "%s: %s", path, strerror(err));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* gpucoll.csv(path, rows, [columns]) — rank 0 writes the file (world rank).
+ * path nil: no file; the text is returned on every rank instead of true. */
+static int l_csv(lua_State *L) {
+  const char *path = luaL_optstring(L, 1, NULL);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int cols = columns_arg(L, 2, 3);
+  int nc = (int)luaL_len(L, cols), nr = (int)luaL_len(L, 2);
+  sink_t s;
+  sink_init(&s, L);
+  for (int j = 1; j <= nc; j++) {
+    column(L, cols, j);
+    size_t len;
+    const char *name = lua_tolstring(L, -1, &len);
+    if (j > 1) sink_str(&s, ",");
+    csv_field(&s, name, len);
+    lua_pop(L, 1);
+  }
+  sink_str(&s, "\n");
+  for (int i = 1; i <= nr; i++) {
+    if (lua_rawgeti(L, 2, i) != LUA_TTABLE) return luaL_error(L, "csv: row %d is not a table", i);
+    for (int j = 1; j <= nc; j++) {
+      column(L, cols, j);
+      lua_gettable(L, -2);
+      if (j > 1) sink_str(&s, ",");
+      if (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1)) {
+        char num[64];
+        snprintf(num, sizeof num, "%.9g", lua_tonumber(L, -1));
+        sink_str(&s, num);
+      } else if (!lua_isnil(L, -1)) {
+        size_t len;
+        const char *p = luaL_tolstring(L, -1, &len);
+        csv_field(&s, p, len);
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    sink_str(&s, "\n");
+  }
+  sink_result(&s);
+  if (path == NULL) return 1;
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  return write_rank0(L, path, text, len);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON: tables that are sequences 1..n (n > 0) become arrays, others objects with sorted keys
+ * (so files diff well); an empty table is {}. NaN and infinities become null.
+ * ------------------------------------------------------------------------------------------- */
+static void json_string(sink_t *s, const char *p, size_t len) {
+  sink_str(s, "\"");
+  size_t run = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)p[i];
+    if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+    sink_lstr(s, p + run, i - run);
+    run = i + 1;
+    char esc[8];
+    if (ch == '"' || ch == '\\')
+      snprintf(esc, sizeof esc, "\\%c", ch);
+    else if (ch == '\n')
+      snprintf(esc, sizeof esc, "\\n");
+    else if (ch == '\t')
+      snprintf(esc, sizeof esc, "\\t");
+    else
+      snprintf(esc, sizeof esc, "\\u%04x", ch);
+    sink_str(s, esc);
+  }
+  sink_lstr(s, p + run, len - run);
+  sink_str(s, "\"");
+}
+
+static int sort_keys_cmp(lua_State *L) { /* numbers before strings, each in order */
+  int ta = lua_type(L, 1), tb = lua_type(L, 2);
+  if (ta != tb)
+    lua_pushboolean(L, ta == LUA_TNUMBER);
+  else
+    lua_pushboolean(L, lua_compare(L, 1, 2, LUA_OPLT));
+  return 1;
+}
+
+/* Encodes the value at the top of the stack (left there). */
+static void json_value(sink_t *s, int depth) {
+  lua_State *L = s->L;
+  int v = lua_gettop(L);
+  if (depth > 64) luaL_error(L, "json: nesting deeper than 64 (a cycle?)");
+  switch (lua_type(L, v)) {
+  case LUA_TNIL: sink_str(s, "null"); break;
+  case LUA_TBOOLEAN: sink_str(s, lua_toboolean(L, v) ? "true" : "false"); break;
+  case LUA_TNUMBER: {
+    char num[64];
+    if (lua_isinteger(L, v))
+      snprintf(num, sizeof num, "%lld", (long long)lua_tointeger(L, v));
+    else if (isfinite(lua_tonumber(L, v)))
+      snprintf(num, sizeof num, "%.17g", lua_tonumber(L, v));
+    else
+      snprintf(num, sizeof num, "null");
+    sink_str(s, num);
+    break;
+  }
+  case LUA_TSTRING: {
+    size_t len;
+    const char *p = lua_tolstring(L, v, &len);
+    json_string(s, p, len);
+    break;
+  }
+  case LUA_TTABLE: {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, v), count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, v)) {
+      count++;
+      lua_pop(L, 1);
+    }
+    if (n > 0 && count == n) {
+      sink_str(s, "[");
+      for (lua_Integer i = 1; i <= n; i++) {
+        if (i > 1) sink_str(s, ",");
+        lua_rawgeti(L, v, i);
+        json_value(s, depth + 1);
+        lua_pop(L, 1);
+      }
+      sink_str(s, "]");
+      break;
+    }
+    lua_createtable(L, (int)count, 0);
+    int keys = lua_gettop(L), k = 0;
+    lua_pushnil(L);
+    while (lua_next(L, v)) {
+      lua_pop(L, 1);
+      int t = lua_type(L, -1);
+      if (t != LUA_TSTRING && t != LUA_TNUMBER)
+        luaL_error(L, "json: keys must be strings or numbers, not %s", luaL_typename(L, -1));
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, keys, ++k);
+    }
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_pushvalue(L, keys);
+    lua_pushcfunction(L, sort_keys_cmp);
+    lua_call(L, 2, 0);
+    lua_pop(L, 1);
+    sink_str(s, "{");
+    for (int i = 1; i <= k; i++) {
+      if (i > 1) sink_str(s, ",");
+      lua_rawgeti(L, keys, i);
+      size_t len;
+      lua_pushvalue(L, -1);
+      const char *p = luaL_tolstring(L, -1, &len); /* numbers become string keys */
+      json_string(s, p, len);
+      lua_pop(L, 2);
+      sink_str(s, ":");
+      lua_gettable(L, v);
+      json_value(s, depth + 1);
+      lua_pop(L, 1);
+    }
+    sink_str(s, "}");
+    lua_pop(L, 1); /* keys */
+    break;
+  }
+  default: luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, v));
+  }
+}
+
+/* gpucoll.json(path, value) — rank 0 writes the file (world rank).
+ * path nil: returns the text on every rank. */
+static int l_json(lua_State *L) {
+  const char *path = luaL_optstring(L, 1, NULL);
+  luaL_checkany(L, 2);
+  lua_settop(L, 2);
+  sink_t s;
+  sink_init(&s, L);
+  lua_pushvalue(L, 2);
+  json_value(&s, 0);
+  lua_pop(L, 1);
+  sink_str(&s, "\n");
+  sink_result(&s);
+  if (path == NULL) return 1;
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  return write_rank0(L, path, text, len);
+}
+
+/* gpucoll.progress(i, n, [label]) — a bar on stderr, rank 0 only, and only when stderr is a
+ * terminal (logs and CI output stay clean). Returns whether it drew. */
+static int l_progress(lua_State *L) {
+  lua_Integer i = luaL_checkinteger(L, 1), n = luaL_checkinteger(L, 2);
+  const char *label = luaL_optstring(L, 3, "");
+  luaL_argcheck(L, n > 0, 2, "n must be > 0");
+  if (lgc_world_rank() != 0 || !isatty(STDERR_FILENO)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (i < 0) i = 0;
+  if (i > n) i = n;
+  enum { W = 30 };
+  char bar[W + 1];
+  int fill = (int)(W * i / n);
+  for (int k = 0; k < W; k++) bar[k] = k < fill ? '#' : '.';
+  bar[W] = '\0';
+  fprintf(stderr, "\r\033[K[%s] %3d%% %lld/%lld %s", bar, (int)(100 * i / n), (long long)i,
+          (long long)n, label);
+  if (i == n) fputc('\n', stderr);
+  fflush(stderr);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+void lgc_output_register(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"table", l_table}, {"csv", l_csv}, {"json", l_json}, {"progress", l_progress}, {NULL, NULL}};
+  luaL_setfuncs(L, funcs, 0);
+}

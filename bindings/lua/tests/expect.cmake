@@ -1,0 +1,23 @@
+# expect.cmake — runs CMD (a |-separated list) and checks its exit status and output (ctest -P driver).
+# -DCMD=a|b|c  -DEXPECT=regex (on stdout+stderr)  [-DEXPECT_FAIL=1: the command must fail]  [-DTIMEOUT=s]
+string(REPLACE "|" ";" cmd "${CMD}")
+if(NOT TIMEOUT)
+  set(TIMEOUT 60)
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                TIMEOUT ${TIMEOUT})
+set(all "${out}${err}")
+message("exit status: ${rc}\n--- output ---\n${all}--------------")
+if(EXPECT_FAIL)
+  if(rc STREQUAL "0")
+    message(FATAL_ERROR "expected a failing exit status, got 0")
+  endif()
+  if(rc MATCHES "timeout|Process terminated")
+    message(FATAL_ERROR "the command hung until the timeout instead of failing")
+  endif()
+elseif(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "expected exit status 0, got ${rc}")
+endif()
+if(DEFINED EXPECT AND NOT all MATCHES "${EXPECT}")
+  message(FATAL_ERROR "output does not match: ${EXPECT}")
+endif()

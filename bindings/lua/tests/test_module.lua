@@ -1,0 +1,585 @@
+-- test_module.lua — tests of every function and error path of the gpucoll Lua module (2+ ranks).
+-- CI: mpirun -np 2 --oversubscribe gpucoll-lua run test_module.lua        (host buffers)
+-- GPU: mpirun -np 4 gpucoll-lua run test_module.lua gpu=1                 (device buffers)
+local gpucoll = require "gpucoll"
+
+local use_gpu = false
+for _, a in ipairs(arg) do
+  if a == "gpu=1" then use_gpu = true end
+end
+
+local comm <close> = assert(gpucoll.comm { use_gpu = use_gpu })
+local rank, size = comm.rank, comm.size
+local host_only = comm.device < 0
+local where = host_only and "host" or "device"
+local passed, failed = 0, 0
+
+local function test(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    passed = passed + 1
+  else
+    failed = failed + 1
+    io.stderr:write(string.format("[rank %d] FAIL %s: %s\n", rank, name, tostring(err)))
+  end
+end
+
+local function eq(a, b, what)
+  if a ~= b then
+    error(string.format("%s: expected %s, got %s", what or "value", tostring(b), tostring(a)), 2)
+  end
+end
+
+local function raises(pattern, fn, ...)
+  local ok, err = pcall(fn, ...)
+  if ok then error("expected an error matching '" .. pattern .. "'", 2) end
+  if not tostring(err):find(pattern) then
+    error("error '" .. tostring(err) .. "' does not match '" .. pattern .. "'", 2)
+  end
+end
+
+-- Expected failures: nil, message, code.
+local function fails(code, ok, msg, got)
+  if ok ~= nil then error("expected nil, message, code; got " .. tostring(ok), 2) end
+  if type(msg) ~= "string" or #msg == 0 then error("no message", 2) end
+  if code and got ~= code then error("expected code " .. code .. ", got " .. tostring(got) .. " (" .. msg .. ")", 2) end
+  if not tostring(got):match("^GC_") then error("code is not a result name: " .. tostring(got), 2) end
+end
+
+-- The float64 reference of a sum over ranks of the pattern filled with seed + r.
+local function sum_reference(n, dtype, seed, offset)
+  local tmp <close> = comm:buffer(n + (offset or 0), dtype, "host")
+  local ref = comm:buffer(n, "float64", "host")
+  for r = 0, size - 1 do
+    tmp:fill(seed + r)
+    if r == 0 then ref:copy_from(tmp:offset(offset or 0)) else ref:accumulate(tmp:offset(offset or 0)) end
+  end
+  return ref
+end
+
+test("module fields", function()
+  assert(gpucoll.version:match("^%d+%.%d+%.%d+"), gpucoll.version)
+  eq(#gpucoll.dtypes, 9, "#dtypes")
+  eq(gpucoll.dtypes[1], "float32")
+  eq(gpucoll.dtypes[9], "fp8_e5m2")
+  eq(table.concat(gpucoll.ops, ","), "sum,prod,min,max,avg")
+  eq(table.concat(gpucoll.algos, ","), "auto,oneshot,twoshot,mpi,multimem")
+  eq(type(gpucoll.have_nccl), "boolean")
+  local wr, ws = gpucoll.world()
+  eq(wr, rank, "world rank")
+  eq(ws, size, "world size")
+  eq(gpucoll.dtype_size("bfloat16"), 2)
+  eq(gpucoll.dtype_size("float64"), 8)
+  raises("unknown dtype 'float128'", gpucoll.dtype_size, "float128")
+  local off, len = gpucoll.partition(10, 4, 1)
+  eq(off, 3, "partition offset")
+  eq(len, 3, "partition length")
+  off, len = gpucoll.partition(10, 4, 3)
+  eq(off, 8)
+  eq(len, 2)
+  raises("index out of range", gpucoll.partition, 10, 4, 4)
+  assert(gpucoll.params():find("GC_TIMEOUT_MS"), "params table")
+  assert(gpucoll.strerror("GC_ERR_TIMEOUT"):find("GC_TIMEOUT_MS"))
+end)
+
+test("comm fields and methods", function()
+  eq(math.type(comm.rank), "integer")
+  assert(comm.rank >= 0 and comm.rank < comm.size)
+  eq(comm.size, size)
+  assert(comm.local_rank >= 0 and comm.local_rank < comm.local_size)
+  assert(comm.node_count >= 1)
+  eq(type(comm.cuda_aware), "boolean")
+  eq(type(comm.p2p_ready), "boolean")
+  local peers = comm.peers
+  eq(#peers, comm.local_size, "#peers")
+  eq(type(peers[1]), "boolean")
+  eq(type(comm.algo_table), "string")
+  eq(comm.closed, false)
+  eq(comm.nonexistent, nil)
+  assert(tostring(comm):match("^gpucoll%.comm %(rank " .. rank .. "/" .. size), tostring(comm))
+  if host_only then
+    eq(comm.device, -1)
+    eq(comm.p2p_ready, false)
+    assert(tostring(comm):find("host%-only"))
+  end
+  assert(comm:sync())
+  raises("unknown option 'devices'", gpucoll.comm, { devices = 0 })
+end)
+
+test("buffer basics", function()
+  local b <close> = assert(comm:buffer(10, "float32", where))
+  eq(#b, 10, "#b")
+  eq(b.count, 10)
+  eq(b.dtype, "float32")
+  eq(b.kind, where)
+  eq(b.bytes, 40)
+  eq(b.itemsize, 4)
+  eq(b.freed, false)
+  assert(tostring(b):match("^gpucoll%.buffer %(10 x float32, " .. where), tostring(b))
+  eq(math.type(b:ptr()), "integer")
+  assert(b:ptr() ~= 0)
+  local h <close> = assert(comm:buffer(3, "int32", "host"))
+  eq(h.kind, "host")
+  local z <close> = assert(comm:buffer(0, "float32", "host"))
+  eq(#z, 0, "empty buffer")
+  raises("unknown dtype", comm.buffer, comm, 4, "float8")
+  raises("count must be >= 0", comm.buffer, comm, -1, "float32")
+  raises("count too large", comm.buffer, comm, 1 << 62, "float32")
+  raises("invalid option 'gpu'", comm.buffer, comm, 4, "float32", "gpu")
+end)
+
+test("get and set for every dtype", function()
+  local cases = {
+    float32 = 0.1, float64 = 1 / 3, float16 = 0.5, bfloat16 = 1.5, int32 = -7, int64 = 1 << 40,
+    uint8 = 200, fp8_e4m3 = 0.25, fp8_e5m2 = -2.0,
+  }
+  for _, dt in ipairs(gpucoll.dtypes) do
+    local b <close> = assert(comm:buffer(4, dt, where))
+    b:set(2, cases[dt])
+    local v = b:get(2)
+    if dt == "float32" then
+      assert(math.abs(v - 0.1) < 1e-8, dt)
+    else
+      eq(v, cases[dt], dt)
+    end
+    if dt:match("int") then eq(math.type(v), "integer", dt .. " type") end
+    raises("out of range", b.get, b, 5)
+    raises("out of range", b.get, b, 0)
+  end
+  local i <close> = comm:buffer(2, "int32", "host")
+  raises("number has no integer representation", i.set, i, 1, 1.5)
+end)
+
+test("element conversions round to nearest even", function()
+  local h <close> = comm:buffer(4, "float16", "host")
+  eq(h:set(1, 1 / 3):get(1), 0.333251953125, "1/3 in float16")
+  eq(h:set(1, 1 + 2 ^ -11):get(1), 1.0, "tie to even")
+  eq(h:set(1, 1 + 3 * 2 ^ -11):get(1), 1 + 2 ^ -9, "tie to even (up)")
+  eq(h:set(1, 1e6):get(1), math.huge, "float16 overflow")
+  eq(h:set(1, 2 ^ -24):get(1), 2 ^ -24, "smallest subnormal")
+  local b <close> = comm:buffer(1, "bfloat16", "host")
+  eq(b:set(1, 1 + 2 ^ -9):get(1), 1.0, "bf16 rounding")
+  local e4 <close> = comm:buffer(1, "fp8_e4m3", "host")
+  eq(e4:set(1, 1000):get(1), 448.0, "e4m3 saturates")
+  eq(e4:set(1, -2 ^ -9):get(1), -2 ^ -9, "e4m3 subnormal")
+  local e5 <close> = comm:buffer(1, "fp8_e5m2", "host")
+  eq(e5:set(1, 1e9):get(1), 57344.0, "e5m2 saturates")
+  local u <close> = comm:buffer(1, "uint8", "host")
+  eq(u:set(1, 300):get(1), 44, "uint8 wraps")
+  local nan <close> = comm:buffer(1, "float32", "host")
+  local x = nan:set(1, 0 / 0):get(1)
+  assert(x ~= x, "NaN survives")
+end)
+
+test("fill, poison, copy_from, accumulate", function()
+  local a <close> = comm:buffer(1000, "float32", where)
+  local b <close> = comm:buffer(1000, "float32", "host")
+  a:fill(42)
+  b:fill(42)
+  eq((a:compare(b, { rtol = 0, atol = 0 })), 0, "same seed, same data on host and device")
+  b:fill(43)
+  assert(a:compare(b) > 900, "another seed, other data")
+  for i = 1, 1000, 37 do
+    local v = b:get(i)
+    assert(v >= -1 and v < 1, "float fill in [-1, 1)")
+  end
+  local ints <close> = comm:buffer(100, "int32", "host"):fill(7)
+  for i = 1, 100 do
+    local v = ints:get(i)
+    assert(v >= -8 and v < 8 and math.type(v) == "integer", "int fill in [-8, 8)")
+  end
+  a:poison()
+  local p = a:get(1)
+  assert(p ~= p, "poisoned float is NaN")
+  ints:poison()
+  eq(ints:get(3), -1515870811, "poisoned int32 is 0xA5A5A5A5")
+  a:copy_from(b)
+  eq((a:compare(b, { rtol = 0, atol = 0 })), 0, "copy")
+  -- Conversion on copy, and a partial copy.
+  local d <close> = comm:buffer(1000, "float64", "host"):copy_from(b)
+  eq(d:get(500), b:get(500), "float32 -> float64 exact")
+  local part <close> = comm:buffer(10, "float32", "host"):fill(1)
+  part:copy_from(b, 3)
+  eq(part:get(3), b:get(3))
+  local before = comm:buffer(10, "float32", "host"):fill(1)
+  eq(part:get(4), before:get(4), "partial copy stops at n")
+  raises("source holds 10 elements", a.copy_from, a, part)
+  raises("count exceeds", part.copy_from, part, b, 11)
+  -- accumulate: ops on the host in float64.
+  local x <close> = comm:buffer(3, "float64", "host")
+  local y <close> = comm:buffer(3, "int32", "host")
+  for i = 1, 3 do
+    x:set(i, i * 1.5)
+    y:set(i, 2)
+  end
+  x:accumulate(y)
+  eq(x:get(2), 5.0, "sum")
+  x:accumulate(y, "prod")
+  eq(x:get(2), 10.0, "prod")
+  x:accumulate(y, "min")
+  eq(x:get(2), 2.0, "min")
+  raises("accumulate takes", x.accumulate, x, y, "avg")
+end)
+
+test("compare", function()
+  local a <close> = comm:buffer(100, "float32", where):fill(5)
+  local b <close> = comm:buffer(100, "float64", "host"):copy_from(a)
+  local wrong, first, maxerr = a:compare(b)
+  eq(wrong, 0)
+  eq(first, nil)
+  eq(maxerr, 0.0)
+  b:set(17, b:get(17) + 0.5)
+  b:set(60, b:get(60) - 0.25)
+  wrong, first, maxerr = a:compare(b)
+  eq(wrong, 2, "wrong")
+  eq(first, 17, "first bad (1-based)")
+  assert(math.abs(maxerr - 0.5) < 1e-6, "max error")
+  eq((a:compare(b, { atol = 0.6 })), 0, "atol")
+  eq((a:compare(b, { rtol = 1e9 })), 0, "rtol")
+  -- A function reference: i -> value.
+  local c <close> = comm:buffer(5, "int64", "host")
+  for i = 1, 5 do c:set(i, i * i) end
+  eq((c:compare(function(i) return i * i end)), 0, "function reference")
+  eq((c:compare(function(i) return i end)), 4, "function reference, 4 wrong")
+  raises("boom", c.compare, c, function() error("boom") end)
+  raises("non%-number", c.compare, c, function() return "x" end)
+  raises("fewer elements", a.compare, a, c)
+  raises("gpucoll.buffer or function expected", a.compare, a, 3)
+end)
+
+test("offset views", function()
+  local a <close> = comm:buffer(10, "float16", "host"):fill(3)
+  local v = a:offset(3)
+  eq(#v, 7, "view count")
+  eq(v:ptr() - a:ptr(), 6, "view starts 3 float16 in")
+  eq(v:get(1), a:get(4), "view element")
+  v:set(2, 0.75)
+  eq(a:get(5), 0.75, "writes through the view")
+  assert(tostring(v):find("host view"), tostring(v))
+  eq(#v:offset(7), 0, "empty view at the end")
+  raises("offset out of range", a.offset, a, 11)
+  raises("a view cannot be freed", v.free, v)
+  assert(a:offset(2) == a:offset(2), "views of the same range are equal")
+end)
+
+test("__close, free and __gc", function()
+  local saved
+  do
+    local b <close> = comm:buffer(8, "float32", where)
+    saved = b
+  end
+  eq(saved.freed, true, "freed by __close")
+  eq(tostring(saved), "gpucoll.buffer (freed)")
+  raises("freed", saved.get, saved, 1)
+  raises("freed", saved.offset, saved, 1)
+  local f = comm:buffer(8, "float32", where)
+  local view = f:offset(1)
+  assert(f:free())
+  assert(f:free(), "free twice is harmless")
+  raises("freed", view.get, view, 1)
+  for _ = 1, 100 do comm:buffer(1000, "float32", where) end
+  collectgarbage()
+  collectgarbage()
+end)
+
+test("allreduce", function()
+  local n = 1001
+  local send <close> = comm:buffer(n, "float32", where):fill(100 + rank)
+  local recv <close> = comm:buffer(n, "float32", where):poison()
+  local ref <close> = sum_reference(n, "float32", 100)
+  assert(comm:allreduce(send, recv))
+  assert(comm:sync())
+  eq((recv:compare(ref)), 0, "sum")
+  -- in place, explicit op and algo
+  local inplace <close> = comm:buffer(n, "float32", where):fill(100 + rank)
+  assert(comm:allreduce(inplace, inplace, { op = "sum", algo = "auto" }))
+  eq((inplace:compare(ref)), 0, "in place")
+  -- ops on integers: exact
+  local is <close> = comm:buffer(50, "int32", where)
+  local ir <close> = comm:buffer(50, "int32", where)
+  for i = 1, 50 do is:set(i, (rank + 1) * i) end
+  assert(comm:allreduce(is, ir, { op = "max" }))
+  eq((ir:compare(function(i) return size * i end)), 0, "max")
+  assert(comm:allreduce(is, ir, { op = "min" }))
+  eq((ir:compare(function(i) return i end)), 0, "min")
+  assert(comm:allreduce(is, ir, { op = "prod" }))
+  local fact = 1
+  for r = 1, size do fact = fact * r end
+  eq((ir:compare(function(i) return fact * i ^ size end)), 0, "prod")
+  local fs <close> = comm:buffer(10, "float64", where)
+  local fr <close> = comm:buffer(10, "float64", where)
+  for i = 1, 10 do fs:set(i, rank + i) end
+  assert(comm:allreduce(fs, fr, { op = "avg" }))
+  eq((fr:compare(function(i) return (size - 1) / 2 + i end)), 0, "avg")
+  -- epilogue: scale and add, and the mpi algorithm
+  local add <close> = comm:buffer(10, "float64", where)
+  for i = 1, 10 do add:set(i, 1000 * i) end
+  assert(comm:allreduce(fs, fr, { scale = 0.5, add = add, algo = "mpi" }))
+  eq((fr:compare(function(i) return 0.5 * (size * i + size * (size - 1) / 2) + 1000 * i end)), 0,
+     "scale + add")
+  -- cast on output: recv's dtype is the output dtype
+  local half <close> = comm:buffer(n, "float16", where):poison()
+  assert(comm:allreduce(send, half))
+  eq((half:compare(ref)), 0, "float32 -> float16")
+  assert(comm:allreduce(send, half, { out_dtype = "float16" }))
+  -- max_blocks and pdl are accepted (they matter on GPUs)
+  assert(comm:allreduce(send, recv, { max_blocks = 2, pdl = true }))
+  eq((recv:compare(ref)), 0, "max_blocks")
+  -- an explicit count: only the first 10 elements are written
+  recv:poison()
+  assert(comm:allreduce(send, recv, { count = 10 }))
+  local head <close> = comm:buffer(10, "float32", "host"):copy_from(recv, 10)
+  eq((head:compare(ref)), 0, "count = 10")
+  local tail = recv:get(11)
+  assert(tail ~= tail, "element 11 still poisoned")
+end)
+
+test("collective argument errors raise", function()
+  local a <close> = comm:buffer(16, "float32", where)
+  local small <close> = comm:buffer(8, "float32", where)
+  local i32 <close> = comm:buffer(16, "int32", where)
+  raises("recv buffer holds 8 elements, the call needs 16", comm.allreduce, comm, a, small)
+  raises("bad argument #%d+ to .-option 'op': unknown op 'mean'", comm.allreduce, comm, a, a, { op = "mean" })
+  raises("unknown algo 'threeshot'", comm.allreduce, comm, a, a, { algo = "threeshot" })
+  raises("unknown option 'algos'", comm.allreduce, comm, a, a, { algos = "auto" })
+  raises("max_blocks must be >= 0", comm.allreduce, comm, a, a, { max_blocks = -1 })
+  raises("option 'max_blocks' must be an integer", comm.allreduce, comm, a, a, { max_blocks = 1.5 })
+  raises("option 'scale' must be a number", comm.allreduce, comm, a, a, { scale = "x" })
+  raises("option 'out_dtype': unknown dtype 'float7'", comm.allreduce, comm, a, a, { out_dtype = "float7" })
+  raises("out_dtype float16 does not match", comm.allreduce, comm, a, a, { out_dtype = "float16" })
+  raises("the add buffer must have the input dtype", comm.allreduce, comm, a, a, { add = i32 })
+  raises("option 'add' must be a gpucoll.buffer", comm.allreduce, comm, a, a, { add = 1 })
+  raises("add buffer holds 8", comm.allreduce, comm, a, a, { add = small })
+  raises("option 'op' applies to reductions only", comm.allgather, comm, small, a, { op = "sum" })
+  raises("same dtype", comm.allgather, comm, small, i32)
+  raises("root out of range", comm.broadcast, comm, a, a, size)
+  raises("axis must be 0", comm.reducescatter_2d, comm, a, a, 4, 4, 2)
+  raises("gpucoll.buffer expected", comm.allreduce, comm, a, 5)
+  raises("gpucoll.comm expected", comm.allreduce, a, a, a)
+end)
+
+test("expected failures return nil, message, code", function()
+  local e4 <close> = comm:buffer(16, "fp8_e4m3", where)
+  fails("GC_ERR_UNSUPPORTED", comm:allreduce(e4, e4)) -- fp8 is an output type, not reducible
+  fails(nil, comm:buffer(1 << 50, "float32", "host"))  -- 4 PiB
+  if host_only then
+    fails("GC_ERR_UNSUPPORTED", comm:nccl())
+    local h <close> = comm:buffer(4, "float32", "host")
+    fails(nil, comm:time(function(s) return comm:allreduce(h, h, { stream = s }) end, { graph = true }))
+  end
+  if rank == 0 then
+    fails("GC_ERR_SYSTEM", gpucoll.csv("/nonexistent-dir/x.csv", { { a = 1 } }))
+    fails("GC_ERR_SYSTEM", gpucoll.json("/nonexistent-dir/x.json", {}))
+  else
+    eq(gpucoll.csv("/nonexistent-dir/x.csv", { { a = 1 } }), true, "other ranks write nothing")
+  end
+end)
+
+test("reducescatter", function()
+  local rc = 37
+  local send <close> = comm:buffer(rc * size, "float32", where):fill(200 + rank)
+  local recv <close> = comm:buffer(rc, "float32", where):poison()
+  local ref <close> = sum_reference(rc, "float32", 200, rank * rc)
+  assert(comm:reducescatter(send, recv))
+  eq((recv:compare(ref)), 0, "reducescatter")
+  -- in place: the rank's slice of the same buffer
+  local buf <close> = comm:buffer(rc * size, "float32", where):fill(200 + rank)
+  assert(comm:reducescatter(buf, buf))
+  local mine <close> = comm:buffer(rc, "float32", "host"):copy_from(buf:offset(rank * rc), rc)
+  eq((mine:compare(ref)), 0, "reducescatter in place")
+end)
+
+test("reducescatter_2d", function()
+  local rows, cols = 2 * size + 1, 3 * size + 2 -- uneven splits on purpose
+  local send <close> = comm:buffer(rows * cols, "float64", where)
+  for i = 1, rows * cols do send:set(i, (rank + 1) * i) end
+  local factor = size * (size + 1) / 2
+  for axis = 0, 1 do
+    local off, len = gpucoll.partition(axis == 0 and rows or cols, size, rank)
+    local outn = axis == 0 and len * cols or rows * len
+    local recv <close> = comm:buffer(outn, "float64", where):poison()
+    assert(comm:reducescatter_2d(send, recv, rows, cols, axis))
+    eq((recv:compare(function(i)
+      local r, c
+      if axis == 0 then
+        r, c = off + (i - 1) // cols, (i - 1) % cols
+        return factor * (r * cols + c + 1)
+      end
+      r, c = (i - 1) // len, off + (i - 1) % len
+      return factor * (r * cols + c + 1)
+    end)), 0, "axis " .. axis)
+  end
+end)
+
+test("allgather", function()
+  local sc = 29
+  local send <close> = comm:buffer(sc, "bfloat16", where):fill(300 + rank)
+  local recv <close> = comm:buffer(sc * size, "bfloat16", where):poison()
+  local ref <close> = comm:buffer(sc * size, "bfloat16", "host")
+  local tmp <close> = comm:buffer(sc, "bfloat16", "host")
+  for r = 0, size - 1 do ref:offset(r * sc):copy_from(tmp:fill(300 + r), sc) end
+  assert(comm:allgather(send, recv))
+  eq((recv:compare(ref, { rtol = 0, atol = 0 })), 0, "allgather")
+  local buf <close> = comm:buffer(sc * size, "bfloat16", where):poison()
+  buf:offset(rank * sc):copy_from(send, sc)
+  assert(comm:allgather(buf, buf))
+  eq((buf:compare(ref, { rtol = 0, atol = 0 })), 0, "allgather in place")
+end)
+
+test("broadcast", function()
+  local n = 77
+  local root = size - 1
+  local send <close> = comm:buffer(n, "int64", where):fill(400 + rank)
+  local recv <close> = comm:buffer(n, "int64", where):poison()
+  local ref <close> = comm:buffer(n, "int64", "host"):fill(400 + root)
+  assert(comm:broadcast(rank == root and send or nil, recv, root))
+  eq((recv:compare(ref)), 0, "broadcast, nil send off the root")
+  assert(comm:broadcast(send, send, 0))
+  local ref0 <close> = comm:buffer(n, "int64", "host"):fill(400)
+  eq((send:compare(ref0)), 0, "broadcast in place from 0")
+end)
+
+test("symmetric buffers", function()
+  local s = assert(comm:symmetric(256, "float32"))
+  eq(s.kind, "symmetric")
+  s:fill(500 + rank)
+  local ref <close> = sum_reference(256, "float32", 500)
+  assert(comm:allreduce(s, s))
+  eq((s:compare(ref)), 0, "allreduce in a symmetric buffer")
+  assert(s:free()) -- collective
+  eq(s.freed, true)
+end)
+
+test("time", function()
+  local b <close> = comm:buffer(256, "float32", where):fill(1)
+  local calls, stream_seen = 0, nil
+  local us = assert(comm:time(function(stream)
+    calls = calls + 1
+    stream_seen = stream
+    return comm:allreduce(b, b, { stream = stream })
+  end, { warmup = 2, iters = 5, graph = false }))
+  eq(type(us), "number")
+  assert(us > 0, "positive time")
+  eq(calls, 7, "warmup + iters calls")
+  eq(math.type(stream_seen), "integer")
+  -- The maximum over ranks: the same value everywhere.
+  local t <close> = comm:buffer(1, "float64", "host"):set(1, us)
+  local tmax <close> = comm:buffer(1, "float64", "host")
+  assert(comm:allreduce(t, tmax, { op = "max" }))
+  eq(tmax:get(1), us, "max over ranks")
+  -- fn's expected failure comes back as nil, msg, code; a raise propagates.
+  local e4 <close> = comm:buffer(4, "fp8_e4m3", where)
+  fails("GC_ERR_UNSUPPORTED", comm:time(function(s) return comm:allreduce(e4, e4, { stream = s }) end,
+                                             { warmup = 0, iters = 1, graph = false }))
+  raises("inside timed", comm.time, comm, function() error("inside timed") end, { graph = false })
+  raises("iters must be >= 1", comm.time, comm, function() end, { iters = 0 })
+  raises("unknown option 'iter'", comm.time, comm, function() end, { iter = 3 })
+end)
+
+test("table output", function()
+  local rows = { { name = "a", n = 1, t = 12.345 }, { name = "longer", n = 1000, t = 0.00123 }, { name = "c" } }
+  local text = gpucoll.table(rows, { "name", "n", "t" })
+  -- the t column is as wide as its widest cell
+  local expect = "name       n        t\n" ..
+           "------  ----  -------\n" ..
+           "a          1    12.35\n" ..
+           "longer  1000  0.00123\n" ..
+           "c          -        -\n"
+  eq(text, expect, "table text")
+  local fmt = gpucoll.table({ { x = 3.14159 } }, { { "x", "%.1f" } })
+  eq(fmt, "  x\n---\n3.1\n", "column format")
+  local auto = gpucoll.table({ { b = 1, a = "z" } })
+  eq(auto, "a  b\n-  -\nz  1\n", "columns from sorted keys")
+  raises("row 1 is not a table", gpucoll.table, { 5 }, { "a" })
+end)
+
+test("csv output", function()
+  local rows = { { coll = "allreduce", bytes = 1024, t = 1.5 }, { coll = 'a,"b"', bytes = 2 } }
+  local text = gpucoll.csv(nil, rows, { "coll", "bytes", "t" })
+  eq(text, 'coll,bytes,t\nallreduce,1024,1.5\n"a,""b""",2,\n', "csv text")
+  local path = os.tmpname()
+  assert(gpucoll.csv(path, rows, { "coll", "bytes", "t" }))
+  if rank == 0 then
+    local f = assert(io.open(path))
+    eq(f:read("a"), text, "csv file")
+    f:close()
+    os.remove(path)
+  end
+end)
+
+test("json output", function()
+  local v = { b = { 1, 2, 3 }, a = "x\"y\n", c = true, d = 1.5, e = {}, [1] = nil, f = { k = false } }
+  local text = gpucoll.json(nil, v)
+  eq(text, '{"a":"x\\"y\\n","b":[1,2,3],"c":true,"d":1.5,"e":{},"f":{"k":false}}\n', "json text")
+  eq(gpucoll.json(nil, { [2] = "two", [1] = "one" }), '["one","two"]\n', "array")
+  eq(gpucoll.json(nil, { [3] = 1 }), '{"3":1}\n', "sparse keys become an object")
+  eq(gpucoll.json(nil, 0 / 0), "null\n", "NaN is null")
+  raises("cannot encode a function", gpucoll.json, nil, { f = print })
+  local cyc = {}
+  cyc.self = cyc
+  raises("nesting deeper than 64", gpucoll.json, nil, cyc)
+  local path = os.tmpname()
+  assert(gpucoll.json(path, v))
+  if rank == 0 then
+    local f = assert(io.open(path))
+    eq(f:read("a"), text, "json file")
+    f:close()
+    os.remove(path)
+  end
+end)
+
+test("progress", function()
+  -- Under ctest stderr is a pipe: the bar stays off. On a terminal it draws on rank 0 only.
+  local drew = gpucoll.progress(1, 10, "step")
+  eq(type(drew), "boolean")
+  if rank ~= 0 then eq(drew, false, "only rank 0 draws") end
+  raises("n must be > 0", gpucoll.progress, 1, 0)
+end)
+
+test("nccl", function()
+  local nc, msg, code = comm:nccl()
+  if nc then
+    assert(tostring(nc):find("NCCL"))
+    local b <close> = comm:buffer(1024, "float32", where):fill(600 + rank)
+    local r <close> = comm:buffer(1024, "float32", where)
+    local ref <close> = sum_reference(1024, "float32", 600)
+    assert(nc:allreduce(b, r))
+    assert(comm:sync())
+    eq((r:compare(ref)), 0, "NCCL allreduce")
+    raises("unknown option 'algo'", nc.allreduce, nc, b, r, { algo = "oneshot" })
+    assert(nc:close())
+    raises("closed", nc.allreduce, nc, b, r)
+  else
+    eq(type(msg), "string")
+    eq(code, "GC_ERR_UNSUPPORTED")
+  end
+end)
+
+test("close", function()
+  local c2 = assert(gpucoll.comm { use_gpu = use_gpu })
+  local b = c2:buffer(4, "float32", "host")
+  local sym = c2:symmetric(4, "float32")
+  assert(c2:close())
+  eq(c2.closed, true)
+  eq(tostring(c2), "gpucoll.comm (closed)")
+  assert(c2:close(), "close twice is harmless")
+  raises("the communicator is closed", c2.buffer, c2, 4, "float32")
+  raises("the communicator is closed", c2.sync, c2)
+  raises("closed", function() return c2.rank end)
+  eq(b.freed, true, "buffers go with their communicator")
+  eq(sym.freed, true, "symmetric buffers too")
+  do
+    local c3 <close> = assert(gpucoll.comm { use_gpu = use_gpu })
+    c2 = c3
+  end
+  eq(c2.closed, true, "closed by __close")
+end)
+
+local total_failed = 0
+do
+  local f <close> = comm:buffer(1, "int64", "host"):set(1, failed)
+  assert(comm:allreduce(f, f))
+  total_failed = f:get(1)
+end
+if rank == 0 then print(string.format("%d passed, %d failed", passed, total_failed)) end
+if total_failed > 0 then os.exit(1, true) end

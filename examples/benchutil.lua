@@ -1,0 +1,187 @@
+-- benchutil.lua — what the example sweeps share: arguments, sizes, layouts, references, plots.
+local gpucoll = require "gpucoll"
+
+local M = {}
+
+local units = { [""] = 1, K = 1024, M = 1024 ^ 2, G = 1024 ^ 3 }
+
+--- "64K" -> 65536; also plain integers and "1.5M".
+function M.parse_bytes(s)
+  local num, unit = tostring(s):upper():match("^%s*([%d%.]+)%s*([KMG]?)B?%s*$")
+  assert(num, "bad size '" .. tostring(s) .. "' (examples: 1024, 64K, 256M, 1G)")
+  return math.tointeger(math.floor(tonumber(num) * units[unit])) --[[@as integer]]
+end
+
+--- "1K:256M" (factor 2), "1K:256M:4" (factor 4) or "4K,64K,1M".
+function M.parse_sizes(spec)
+  local sizes = {}
+  if spec:find(",") then
+    for item in spec:gmatch("[^,]+") do sizes[#sizes + 1] = M.parse_bytes(item) end
+    return sizes
+  end
+  local lo, hi, f = spec:match("^([^:]+):([^:]+):?(%d*)$")
+  if not lo then return { M.parse_bytes(spec) } end
+  lo, hi, f = M.parse_bytes(lo), M.parse_bytes(hi), tonumber(f) or 2
+  assert(f >= 2 and lo >= 1 and lo <= hi, "bad size range '" .. spec .. "'")
+  local s = lo
+  while s <= hi do
+    sizes[#sizes + 1] = s
+    s = s * f
+  end
+  return sizes
+end
+
+function M.human(bytes)
+  for _, u in ipairs { { "G", 1024 ^ 3 }, { "M", 1024 ^ 2 }, { "K", 1024 } } do
+    if bytes >= u[2] and bytes % math.tointeger(u[2]) == 0 then return (bytes // u[2]) .. u[1] end
+  end
+  return tostring(bytes)
+end
+
+--- key=value arguments (positional ones fill `positional` names in order); unknown keys raise.
+function M.parse_args(argv, defaults, positional, usage)
+  local opts, npos = {}, 0
+  for k, v in pairs(defaults) do opts[k] = v end
+  for _, a in ipairs(argv) do
+    local k, v = a:match("^%-*([%w_]+)=(.*)$")
+    if a == "help" or a == "--help" or a == "-h" then
+      if gpucoll.world() == 0 then io.write(usage) end
+      os.exit(0, true)
+    elseif k then
+      if defaults[k] == nil then error("unknown argument '" .. k .. "'\n" .. usage, 0) end
+      opts[k] = v
+    else
+      npos = npos + 1
+      local name = positional[npos]
+      if not name then error("unexpected argument '" .. a .. "'\n" .. usage, 0) end
+      opts[name] = a
+    end
+  end
+  return opts
+end
+
+function M.list(s)
+  local t = {}
+  for item in tostring(s):gmatch("[^,%s]+") do t[#t + 1] = item end
+  return t
+end
+
+function M.truthy(v) return v == true or v == "1" or v == "true" or v == "yes" end
+
+--- Sums an integer over all ranks (also a barrier).
+function M.sum_all(comm, v)
+  local b <close> = comm:buffer(1, "int64", "host")
+  b:set(1, math.tointeger(v) or 0)
+  assert(comm:allreduce(b, b))
+  return b:get(1)
+end
+
+--- Rank 0's integer, on every rank.
+function M.agree(comm, v)
+  local b <close> = comm:buffer(1, "int64", "host")
+  b:set(1, math.tointeger(v) or 0)
+  assert(comm:broadcast(b, b, 0))
+  return b:get(1)
+end
+
+--- True when every rank has a GPU (device buffers and kernels usable everywhere).
+function M.all_gpu(comm)
+  return M.sum_all(comm, comm.device >= 0 and 1 or 0) == comm.size
+end
+
+-- nccl-tests' conventions: size is the bytes of the larger buffer, busbw scales algbw so that
+-- it compares with the link bandwidth.
+M.busbw_factor = {
+  allreduce = function(n) return 2 * (n - 1) / n end,
+  reducescatter = function(n) return (n - 1) / n end,
+  allgather = function(n) return (n - 1) / n end,
+  broadcast = function() return 1 end,
+}
+
+--- Element counts for a collective of `bytes` on n ranks: send, recv, the C count argument,
+--- and the bytes actually moved (bytes rounded down to whole elements per rank).
+function M.layout(coll, bytes, n, dtype)
+  local es = gpucoll.dtype_size(dtype)
+  if coll == "allreduce" or coll == "broadcast" then
+    local c = bytes // es
+    return c, c, c, c * es
+  elseif coll == "reducescatter" then
+    local c = bytes // (es * n)
+    return c * n, c, c, c * n * es
+  elseif coll == "allgather" then
+    local c = bytes // (es * n)
+    return c, c * n, c, c * n * es
+  end
+  error("unknown collective " .. tostring(coll))
+end
+
+--- The float64 reference for this rank's output when rank r's input was filled with seeds[r+1]
+--- (sum for the reductions). Built on the host from the library's own generator.
+function M.reference(comm, coll, dtype, nsend, seeds, root)
+  local size, rank = comm.size, comm.rank
+  local tmp <close> = assert(comm:buffer(math.max(nsend, 1), dtype, "host"))
+  local ref
+  if coll == "allreduce" or coll == "reducescatter" then
+    local rc = coll == "allreduce" and nsend or nsend // size
+    local off = coll == "allreduce" and 0 or rank * rc
+    ref = assert(comm:buffer(rc, "float64", "host"))
+    for r = 0, size - 1 do
+      tmp:fill(seeds[r + 1])
+      if r == 0 then ref:copy_from(tmp:offset(off)) else ref:accumulate(tmp:offset(off)) end
+    end
+  elseif coll == "allgather" then
+    ref = assert(comm:buffer(nsend * size, "float64", "host"))
+    for r = 0, size - 1 do
+      tmp:fill(seeds[r + 1])
+      ref:offset(r * nsend):copy_from(tmp, nsend)
+    end
+  elseif coll == "broadcast" then
+    ref = assert(comm:buffer(nsend, "float64", "host"))
+    tmp:fill(seeds[root + 1])
+    ref:copy_from(tmp, nsend)
+  end
+  return ref
+end
+
+--- Runs one collective through gpucoll (`lib` = comm) or NCCL (`lib` = comm:nccl()).
+function M.call(lib, coll, send, recv, opts)
+  if coll == "broadcast" then return lib:broadcast(send, recv, 0, opts) end
+  return lib[coll](lib, send, recv, opts)
+end
+
+function M.mkdir(comm, dir)
+  if comm.rank == 0 then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'") end
+  M.sum_all(comm, 0) -- others wait until it exists
+end
+
+local function script_dir()
+  local src = debug.getinfo(1, "S").source
+  return src:sub(1, 1) == "@" and (src:sub(2):match("^(.*)/[^/]*$") or ".") or "."
+end
+
+--- Calls scripts/plot_bench.py CSV PNG on rank 0 when a python3 with matplotlib exists;
+--- prints a note otherwise. Returns the PNG path or nil.
+function M.plot(comm, csv, png)
+  if comm.rank ~= 0 then return nil end
+  local script = os.getenv("GC_PLOT_SCRIPT") or (script_dir() .. "/../scripts/plot_bench.py")
+  local f = io.open(script, "r")
+  if not f then
+    io.stderr:write("note: no plot: ", script, " not found (set GC_PLOT_SCRIPT)\n")
+    return nil
+  end
+  f:close()
+  local candidates = { os.getenv("GC_PLOT_PYTHON"), "python3", "/usr/bin/python3" }
+  for _, py in pairs(candidates) do
+    if py and os.execute(py .. " -c 'import matplotlib' >/dev/null 2>&1") then
+      local cmd = string.format("%s '%s' '%s' '%s'", py, script, csv, png)
+      if os.execute(cmd) then return png end
+      io.stderr:write("note: the plot command failed: ", cmd, "\n")
+      return nil
+    end
+  end
+  io.stderr:write("note: no plot: no python3 with matplotlib (apt-get install python3-matplotlib",
+                  " or set GC_PLOT_PYTHON); the CSV is ", csv, "\n")
+  return nil
+end
+
+return M

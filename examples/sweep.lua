@@ -1,0 +1,130 @@
+-- sweep.lua — every collective x sizes x algorithms (and NCCL), checked and timed: table, CSV, plot.
+local dir = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = dir .. "/?.lua;" .. package.path
+local gpucoll = require "gpucoll"
+local util = require "benchutil"
+
+local usage = [[
+usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=value ...]
+  SIZES   bytes per collective (nccl-tests' size): 1K:256M (x2 steps), 1K:256M:4 (x4 steps)
+          or a list 4K,1M,64M; default 1K:256M:4 on GPUs, 1K:4M:4 on host buffers
+  OUTDIR  where sweep.csv, sweep.json and sweep.png go (default sweep-results)
+  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,twoshot,mpi
+  dtype=float32  iters=20  warmup=5  graph=1  nccl=1  check=1  host=0 (1: host buffers on GPUs too)
+]]
+
+local opts = util.parse_args(arg, {
+  sizes = "", out = "sweep-results", colls = "allreduce,reducescatter,allgather,broadcast",
+  algos = "", dtype = "float32", iters = "20", warmup = "5", graph = "1", nccl = "1", check = "1",
+  host = "0",
+}, { "sizes", "out" }, usage)
+
+local comm <close> = assert(gpucoll.comm { use_gpu = not util.truthy(opts.host) })
+local n, rank = comm.size, comm.rank
+-- Device buffers and graph timing only when every rank has a GPU; the same choice everywhere.
+local on_gpu = util.all_gpu(comm)
+local where = on_gpu and "device" or "host"
+local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,twoshot,mpi" or "auto,mpi"))
+local colls, dtype = util.list(opts.colls), opts.dtype
+local iters, warmup = tonumber(opts.iters), tonumber(opts.warmup)
+local graph = on_gpu and util.truthy(opts.graph)
+local check = util.truthy(opts.check)
+
+local nccl
+if on_gpu and util.truthy(opts.nccl) then
+  local msg
+  nccl, msg = comm:nccl()
+  if not nccl and rank == 0 then io.stderr:write("note: NCCL not measured: ", msg, "\n") end
+end
+
+if rank == 0 then
+  print(string.format("# gpucoll %s sweep: %d ranks, %s buffers, %s, %d sizes, iters %d, graph %s%s",
+    gpucoll.version, n, where, dtype, #sizes, iters, tostring(graph),
+    nccl and (", NCCL " .. nccl:version()) or ""))
+end
+
+-- Fresh random data per size and run: seeds from rank 0's clock, agreed by all ranks.
+local base = util.agree(comm, (os.time() % 100000) * 100000)
+local rows, skipped, total_wrong = {}, {}, 0
+local step, steps = 0, #colls * #sizes
+
+for ci, coll in ipairs(colls) do
+  assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
+  for si, size in ipairs(sizes) do
+    step = step + 1
+    gpucoll.progress(step, steps, coll .. " " .. util.human(size))
+    local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype)
+    if count > 0 then
+      local send <close> = assert(comm:buffer(nsend, dtype, where))
+      local recv <close> = assert(comm:buffer(nrecv, dtype, where))
+      local seeds = {}
+      for r = 0, n - 1 do seeds[r + 1] = base + si * 1000 + ci * 100 + r end
+      send:fill(seeds[rank + 1])
+      local ref <close> = check and util.reference(comm, coll, dtype, nsend, seeds, 0) or nil
+
+      -- The series: gpucoll's algorithms, then NCCL.
+      local series = {}
+      for _, a in ipairs(algos) do series[#series + 1] = { name = a, lib = comm, algo = a } end
+      if nccl then series[#series + 1] = { name = "nccl", lib = nccl } end
+
+      for _, s in ipairs(series) do
+        local key = coll .. "/" .. s.name
+        do
+          local copts = s.algo and { algo = s.algo } or {}
+          recv:poison()
+          local ok, msg, code = util.call(s.lib, coll, send, recv, copts)
+          -- An algorithm that does not apply (to this collective or size) is left out of the
+          -- table, with a note the first time.
+          if not ok and (code == "GC_ERR_UNSUPPORTED" or code == "GC_ERR_INVALID_ARGUMENT") then
+            if not skipped[key] and rank == 0 then
+              io.stderr:write("note: ", key, " skipped at ", util.human(size), ": ", msg, "\n")
+            end
+            skipped[key] = true
+          else
+            assert(ok, key .. ": " .. tostring(msg))
+            assert(comm:sync())
+            local wrong = 0
+            if ref then wrong = util.sum_all(comm, (recv:compare(ref))) end
+            total_wrong = total_wrong + wrong
+            -- MPI-path calls synchronize inside, which a graph capture forbids.
+            local use_graph = graph and s.algo ~= "mpi"
+            local us, terr = comm:time(function(stream)
+              local o = { stream = stream }
+              if s.algo then o.algo = s.algo end
+              return util.call(s.lib, coll, send, recv, o)
+            end, { warmup = warmup, iters = iters, graph = use_graph })
+            if not us and rank == 0 then io.stderr:write("note: ", key, " not timed: ", terr, "\n") end
+            local algbw = us and bytes / (us * 1e3) or nil
+            rows[#rows + 1] = {
+              coll = coll, algo = s.name, bytes = bytes, count = count, dtype = dtype,
+              time_us = us, algbw_GBps = algbw,
+              busbw_GBps = algbw and algbw * util.busbw_factor[coll](n) or nil,
+              wrong = ref and wrong or nil,
+            }
+          end
+        end
+      end
+    end
+  end
+end
+
+local columns = { "coll", "algo", "bytes", "count", "dtype", "time_us", "algbw_GBps", "busbw_GBps", "wrong" }
+gpucoll.table(rows, columns)
+
+util.mkdir(comm, opts.out)
+local csv, png = opts.out .. "/sweep.csv", opts.out .. "/sweep.png"
+assert(gpucoll.csv(csv, rows, columns))
+assert(gpucoll.json(opts.out .. "/sweep.json", {
+  version = gpucoll.version, ranks = n, buffers = where, dtype = dtype, iters = iters,
+  graph = graph, nccl = nccl and nccl:version() or false, wrong = total_wrong, rows = rows,
+}))
+if rank == 0 then print("# wrote " .. csv .. " and " .. opts.out .. "/sweep.json") end
+local plotted = util.plot(comm, csv, png)
+if plotted then print("# plot: " .. plotted) end
+
+if total_wrong > 0 then
+  if rank == 0 then io.stderr:write("FAILED: ", total_wrong, " wrong elements in total\n") end
+  os.exit(1, true)
+end
+if rank == 0 then print("# all results correct") end
