@@ -1,0 +1,3 @@
+module gpucoll.dev/gpucoll
+
+go 1.19

@@ -1,0 +1,259 @@
+// gpucoll_test.go — the Go package on host slices under mpirun -np 2 (every collective, errors).
+package gpucoll
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+var comm *Comm
+
+func TestMain(m *testing.M) {
+	var err error
+	comm, err = NewComm()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "NewComm:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	if err := comm.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "Close:", err)
+		code = 1
+	}
+	Finalize()
+	os.Exit(code)
+}
+
+// value is what rank r contributes at element i: small integers, exact in every dtype.
+func value(r, i int) int { return (r+1)*(i%5+1) + i%3 }
+
+func fill[T Number](n, rank int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = T(value(rank, i))
+	}
+	return s
+}
+
+func sumOver(size, i int) int {
+	t := 0
+	for r := 0; r < size; r++ {
+		t += value(r, i)
+	}
+	return t
+}
+
+func checkAllReduceSum[T Number](t *testing.T, n int, inPlace bool) {
+	t.Helper()
+	send := fill[T](n, comm.Rank())
+	recv := send
+	if !inPlace {
+		recv = make([]T, n)
+	}
+	if err := AllReduce(comm, send, recv, Sum); err != nil {
+		t.Fatalf("AllReduce %v: %v", DTypeOf[T](), err)
+	}
+	for i := range recv {
+		if want := T(sumOver(comm.Size(), i)); recv[i] != want {
+			t.Fatalf("%v element %d: got %v, want %v", DTypeOf[T](), i, recv[i], want)
+		}
+	}
+}
+
+func TestQueries(t *testing.T) {
+	if comm.Size() < 1 || comm.Rank() < 0 || comm.Rank() >= comm.Size() {
+		t.Fatalf("rank %d of %d", comm.Rank(), comm.Size())
+	}
+	if ls, err := comm.LocalSize(); err != nil || ls < 1 {
+		t.Fatalf("LocalSize %d, %v", ls, err)
+	}
+	if Version() == "" || !strings.Contains(ParamsTable(), "GC_TIMEOUT_MS") {
+		t.Fatalf("version %q / params table %q", Version(), ParamsTable())
+	}
+	if Float32.String() != "float32" || Float32.Size() != 4 || Sum.String() != "sum" {
+		t.Fatalf("names: %v %d %v", Float32, Float32.Size(), Sum)
+	}
+	if off, l := Partition(10, 3, 0); off != 0 || l != 4 {
+		t.Fatalf("Partition(10, 3, 0) = %d, %d", off, l)
+	}
+}
+
+func TestAllReduceDTypes(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		checkAllReduceSum[float32](t, 1000, inPlace)
+		checkAllReduceSum[float64](t, 17, inPlace)
+		checkAllReduceSum[int32](t, 1, inPlace)
+		checkAllReduceSum[int64](t, 257, inPlace)
+		checkAllReduceSum[uint8](t, 33, inPlace)
+	}
+}
+
+func TestAllReduceOps(t *testing.T) {
+	n, size := 64, comm.Size()
+	for _, op := range []Op{Prod, Min, Max, Avg} {
+		send := fill[float64](n, comm.Rank())
+		recv := make([]float64, n)
+		if err := AllReduce(comm, send, recv, op); err != nil {
+			t.Fatalf("%v: %v", op, err)
+		}
+		for i := range recv {
+			want := float64(value(0, i))
+			for r := 1; r < size; r++ {
+				v := float64(value(r, i))
+				switch op {
+				case Prod:
+					want *= v
+				case Min:
+					if v < want {
+						want = v
+					}
+				case Max:
+					if v > want {
+						want = v
+					}
+				case Avg:
+					want += v
+				}
+			}
+			if op == Avg {
+				want /= float64(size)
+			}
+			if d := recv[i] - want; d > 1e-12 || d < -1e-12 {
+				t.Fatalf("%v element %d: got %v, want %v", op, i, recv[i], want)
+			}
+		}
+	}
+}
+
+func TestAllReduceEpilogue(t *testing.T) {
+	n := 40
+	send := fill[float32](n, comm.Rank())
+	add := make([]float32, n)
+	for i := range add {
+		add[i] = float32(i)
+	}
+	recv := make([]float32, n)
+	if err := AllReduce(comm, send, recv, Sum, WithScale(0.5), WithAddSlice(add)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range recv {
+		if want := float32(sumOver(comm.Size(), i))*0.5 + float32(i); recv[i] != want {
+			t.Fatalf("element %d: got %v, want %v", i, recv[i], want)
+		}
+	}
+	if err := AllReduce(comm, send, recv, Sum, WithAddSlice(add[:3])); err == nil {
+		t.Fatal("a short add slice was accepted")
+	}
+}
+
+func TestReduceScatter(t *testing.T) {
+	size, rank, n := comm.Size(), comm.Rank(), 37
+	send := fill[float32](n*size, rank)
+	recv := make([]float32, n)
+	if err := ReduceScatter(comm, send, recv, Sum); err != nil {
+		t.Fatal(err)
+	}
+	for i := range recv {
+		if want := float32(sumOver(size, rank*n+i)); recv[i] != want {
+			t.Fatalf("element %d: got %v, want %v", i, recv[i], want)
+		}
+	}
+}
+
+func TestReduceScatter2D(t *testing.T) {
+	size, rank := comm.Size(), comm.Rank()
+	rows, cols := 5, 7 // uneven over 2 ranks on both axes
+	send := fill[int64](rows*cols, rank)
+	for axis := 0; axis < 2; axis++ {
+		var recv []int64
+		var off, l int
+		if axis == 0 {
+			off, l = Partition(rows, size, rank)
+			recv = make([]int64, l*cols)
+		} else {
+			off, l = Partition(cols, size, rank)
+			recv = make([]int64, rows*l)
+		}
+		if err := ReduceScatter2D(comm, send, recv, rows, cols, axis, Sum); err != nil {
+			t.Fatalf("axis %d: %v", axis, err)
+		}
+		for k := range recv {
+			var i int
+			if axis == 0 {
+				i = (off+k/cols)*cols + k%cols
+			} else {
+				i = (k/l)*cols + off + k%l
+			}
+			if want := int64(sumOver(size, i)); recv[k] != want {
+				t.Fatalf("axis %d element %d: got %v, want %v", axis, k, recv[k], want)
+			}
+		}
+	}
+}
+
+func TestAllGather(t *testing.T) {
+	size, n := comm.Size(), 11
+	send := fill[int32](n, comm.Rank())
+	recv := make([]int32, n*size)
+	if err := AllGather(comm, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < size; r++ {
+		for i := 0; i < n; i++ {
+			if got, want := recv[r*n+i], int32(value(r, i)); got != want {
+				t.Fatalf("rank %d element %d: got %v, want %v", r, i, got, want)
+			}
+		}
+	}
+}
+
+func TestBroadcast(t *testing.T) {
+	n := 100
+	for _, root := range []int{0, comm.Size() - 1} {
+		buf := fill[float64](n, comm.Rank())
+		if err := Broadcast(comm, buf, buf, root); err != nil { // in place
+			t.Fatalf("root %d: %v", root, err)
+		}
+		recv := make([]uint8, n)
+		var send []uint8
+		if comm.Rank() == root {
+			send = fill[uint8](n, root)
+		}
+		if err := Broadcast(comm, send, recv, root); err != nil {
+			t.Fatalf("root %d: %v", root, err)
+		}
+		for i := 0; i < n; i++ {
+			if buf[i] != float64(value(root, i)) || recv[i] != uint8(value(root, i)) {
+				t.Fatalf("root %d element %d: got %v / %v", root, i, buf[i], recv[i])
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	buf := make([]float32, 8)
+	// Every rank passes the same bad root, so every rank fails alike in the library.
+	err := Broadcast(comm, buf, buf, comm.Size()+3)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("bad root: got %v, want *gpucoll.Error", err)
+	}
+	if e.Code != "GC_ERR_INVALID_ARGUMENT" || e.Value != 1 || !strings.Contains(e.Message, "gc_broadcast") {
+		t.Fatalf("bad root: code %q value %d message %q", e.Code, e.Value, e.Message)
+	}
+	if err := AllReduce(comm, buf, buf[:4], Sum); err == nil {
+		t.Fatal("mismatched lengths were accepted")
+	}
+	// Partial overlap of send and recv is refused by the library.
+	err = AllReduce(comm, buf[:6], buf[1:7], Sum)
+	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_ARGUMENT" {
+		t.Fatalf("overlap: got %v", err)
+	}
+	closed := &Comm{}
+	if err := AllReduce(closed, buf, buf, Sum); !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" {
+		t.Fatalf("closed comm: got %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+"""test_host.py — the Python bindings on numpy host buffers: every collective, dtypes, errors."""
+
+import numpy as np
+import pytest
+
+import gpucoll
+
+DTYPES = [np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8]
+
+
+def contribution(rank, n, dtype):
+    """Small integers, exact in every dtype even after a sum over a few ranks."""
+    i = np.arange(n)
+    return ((rank + 1) * (i % 5 + 1) + i % 3).astype(dtype)
+
+
+def total(size, n, dtype):
+    return sum(contribution(r, n, np.float64) for r in range(size)).astype(dtype)
+
+
+def test_queries(comm):
+    assert 0 <= comm.rank < comm.size
+    assert comm.local_size >= 1 and 0 <= comm.local_rank < comm.local_size
+    assert comm.node_count >= 1
+    assert isinstance(comm.cuda_aware_mpi, bool) and isinstance(comm.p2p_ready, bool)
+    assert isinstance(comm.algo_table, str) and comm.algo_table
+    assert isinstance(comm.device, int)
+    assert gpucoll.version().count(".") == 2
+    assert "GC_TIMEOUT_MS" in gpucoll.params_table()
+    assert gpucoll.partition(10, 3, 0) == (0, 4) and gpucoll.partition(10, 3, 2) == (7, 3)
+    assert gpucoll.dtype_size("bfloat16") == 2 and gpucoll.dtype_size(np.float64) == 8
+    assert "rank %d of %d" % (comm.rank, comm.size) in repr(comm)
+
+
+def test_mpi4py_comm_matches(comm):
+    MPI = pytest.importorskip("mpi4py.MPI")
+    with gpucoll.Comm(MPI.COMM_WORLD) as c:
+        assert (c.rank, c.size) == (MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size())
+        assert (c.rank, c.size) == (comm.rank, comm.size)
+        x = c.allreduce(np.full(3, c.rank + 1, np.int64))
+        assert (x == c.size * (c.size + 1) // 2).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("mode", ["new", "out", "inplace"])
+def test_allreduce_sum(comm, dtype, mode):
+    n = 1031
+    send = contribution(comm.rank, n, dtype)
+    if mode == "new":
+        got = comm.allreduce(send)
+        assert got is not send
+    elif mode == "out":
+        out = np.full(n, 77, dtype)
+        got = comm.allreduce(send, out=out)
+        assert got is out
+    else:
+        got = comm.allreduce(send, out=send)
+        assert got is send
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, total(comm.size, n, dtype))
+
+
+@pytest.mark.parametrize("op", ["prod", "min", "max", "avg"])
+def test_allreduce_ops(comm, op):
+    n = 64
+    parts = np.stack([contribution(r, n, np.float64) for r in range(comm.size)])
+    want = {"prod": parts.prod(0), "min": parts.min(0), "max": parts.max(0),
+            "avg": parts.mean(0)}[op]
+    got = comm.allreduce(contribution(comm.rank, n, np.float64), op=op)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_allreduce_2d_shape_and_epilogue(comm):
+    send = contribution(comm.rank, 6 * 5, np.float32).reshape(6, 5)
+    add = np.arange(30, dtype=np.float32).reshape(6, 5)
+    got = comm.allreduce(send, scale=0.5, add=add)
+    assert got.shape == (6, 5)
+    np.testing.assert_array_equal(got, total(comm.size, 30, np.float32).reshape(6, 5) * 0.5 + add)
+
+
+def test_allreduce_out_dtype(comm):
+    send = contribution(comm.rank, 100, np.float32)
+    got = comm.allreduce(send, out_dtype="float64")
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, total(comm.size, 100, np.float64))
+
+
+def test_allreduce_algo_mpi_and_stream_forms(comm):
+    class Stream:
+        cuda_stream = 0
+
+    send = contribution(comm.rank, 10, np.int32)
+    want = total(comm.size, 10, np.int32)
+    np.testing.assert_array_equal(comm.allreduce(send, algo="mpi"), want)
+    np.testing.assert_array_equal(comm.allreduce(send, stream=0), want)
+    np.testing.assert_array_equal(comm.allreduce(send, stream=Stream()), want)
+    comm.synchronize()
+
+
+def test_reducescatter(comm):
+    n = 37
+    send = contribution(comm.rank, n * comm.size, np.float32)
+    got = comm.reducescatter(send)
+    assert got.shape == (n,)
+    np.testing.assert_array_equal(got, total(comm.size, n * comm.size, np.float32)
+                                  [comm.rank * n:(comm.rank + 1) * n])
+    # 2-D input keeps its trailing dimensions.
+    send2 = send.reshape(comm.size * n, 1)
+    assert comm.reducescatter(send2, op="max").shape == (n, 1)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_reducescatter_2d(comm, axis):
+    rows, cols = 5, 7  # uneven over 2 ranks on both axes
+    send = contribution(comm.rank, rows * cols, np.int64).reshape(rows, cols)
+    full = total(comm.size, rows * cols, np.int64).reshape(rows, cols)
+    off, length = gpucoll.partition(send.shape[axis], comm.size, comm.rank)
+    got = comm.reducescatter_2d(send, axis=axis)
+    want = full[off:off + length, :] if axis == 0 else full[:, off:off + length]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_allgather(comm):
+    n = 11
+    got = comm.allgather(contribution(comm.rank, n, np.int32))
+    want = np.concatenate([contribution(r, n, np.int32) for r in range(comm.size)])
+    np.testing.assert_array_equal(got, want)
+    out = np.zeros((comm.size * 2, 3), np.uint8)
+    got = comm.allgather(np.full((2, 3), comm.rank, np.uint8), out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, np.repeat(np.arange(comm.size), 2)[:, None] * np.ones(3))
+
+
+@pytest.mark.parametrize("root_last", [False, True])
+def test_broadcast(comm, root_last):
+    root = comm.size - 1 if root_last else 0
+    buf = contribution(comm.rank, 100, np.float64)
+    assert comm.broadcast(buf, root=root) is buf  # in place
+    np.testing.assert_array_equal(buf, contribution(root, 100, np.float64))
+    out = np.zeros(100, np.float64)
+    comm.broadcast(contribution(comm.rank, 100, np.float64), root=root, out=out)
+    np.testing.assert_array_equal(out, contribution(root, 100, np.float64))
+
+
+def test_dlpack_and_array_interface_objects(comm):
+    class OnlyDLPack:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    class OnlyArrayInterface:
+        def __init__(self, a):
+            self.a = a
+            self.__array_interface__ = a.__array_interface__
+
+    send = contribution(comm.rank, 20, np.float32)
+    out = np.zeros(20, np.float32)
+    comm.allreduce(OnlyDLPack(send), out=OnlyArrayInterface(out))
+    np.testing.assert_array_equal(out, total(comm.size, 20, np.float32))
+
+
+def test_fill_random(comm):
+    a = comm.fill_random(np.zeros(1000, np.float32), seed=7)
+    b = comm.fill_random(np.zeros(1000, np.float32), seed=7)
+    np.testing.assert_array_equal(a, b)
+    assert (a >= -1).all() and (a < 1).all() and a.std() > 0.3
+
+
+def test_library_error_raises_subclass_with_code_and_message(comm):
+    buf = np.zeros(8, np.float32)
+    with pytest.raises(gpucoll.InvalidArgument) as info:
+        comm.broadcast(buf, root=comm.size + 3)  # the same bad root on every rank
+    e = info.value
+    assert isinstance(e, gpucoll.Error) and isinstance(e, ValueError)
+    assert e.code == "GC_ERR_INVALID_ARGUMENT" and e.value == 1
+    assert e.function == "gc_broadcast_ex"
+    assert e.message and e.message in str(e) and "GC_ERR_INVALID_ARGUMENT" in str(e)
+
+
+def test_overlap_is_refused_by_the_library(comm):
+    buf = np.zeros(8, np.float32)
+    with pytest.raises(gpucoll.InvalidArgument) as info:
+        comm.allreduce(buf[:6], out=buf[1:7])
+    assert info.value.code == "GC_ERR_INVALID_ARGUMENT" and info.value.function == "gc_allreduce_ex"
+
+
+def test_argument_errors_in_python_layer(comm):
+    with pytest.raises(gpucoll.InvalidArgument, match="int16"):
+        comm.allreduce(np.zeros(4, np.int16))
+    with pytest.raises(gpucoll.InvalidArgument, match="contiguous"):
+        comm.allreduce(np.zeros((4, 4), np.float32)[:, 1])
+    with pytest.raises(gpucoll.InvalidArgument, match="elements"):
+        comm.allreduce(np.zeros(4, np.float32), out=np.zeros(5, np.float32))
+    with pytest.raises(gpucoll.InvalidArgument, match="dtype"):
+        comm.allreduce(np.zeros(4, np.float32), out=np.zeros(4, np.float64))
+    with pytest.raises(gpucoll.InvalidArgument, match="unknown op"):
+        comm.allreduce(np.zeros(4, np.float32), op="xor")
+    with pytest.raises(gpucoll.InvalidArgument, match="unknown algorithm"):
+        comm.allreduce(np.zeros(4, np.float32), algo="fastest")
+    with pytest.raises(gpucoll.InvalidArgument, match="not an array"):
+        comm.allreduce([1.0, 2.0])
+    ro = np.zeros(4, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(gpucoll.InvalidArgument, match="read-only"):
+        comm.allreduce(np.zeros(4, np.float32), out=ro)
+    with pytest.raises(gpucoll.InvalidArgument, match="stream"):
+        comm.allreduce(np.zeros(4, np.float32), stream="default")
+    with pytest.raises(gpucoll.InvalidArgument, match="multiple"):
+        comm.reducescatter(np.zeros(comm.size * 3 + 1, np.float32))
+
+
+def test_context_manager_and_closed_comm():
+    with gpucoll.Comm() as c:
+        x = c.allreduce(np.ones(4, np.float32))
+        assert (x == c.size).all()
+    assert c.closed and "closed" in repr(c)
+    c.close()  # idempotent
+    with pytest.raises(gpucoll.InvalidUsage) as info:
+        c.allreduce(np.ones(4, np.float32))
+    assert info.value.code == "GC_ERR_INVALID_USAGE" and "closed" in info.value.message
+    with pytest.raises(gpucoll.Error):
+        c.rank
+
+
+def test_error_classes_cover_every_code():
+    names = {cls.code for cls in vars(gpucoll).values()
+             if isinstance(cls, type) and issubclass(cls, gpucoll.Error) and cls is not gpucoll.Error}
+    assert {"GC_ERR_INVALID_ARGUMENT", "GC_ERR_TIMEOUT", "GC_ERR_MPI", "GC_ERR_CUDA"} <= names
+    assert gpucoll.Timeout.code == "GC_ERR_TIMEOUT" and issubclass(gpucoll.Timeout, gpucoll.Error)
