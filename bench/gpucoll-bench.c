@@ -1,0 +1,1030 @@
+/* gpucoll-bench.c — nccl-tests-style benchmark of gpucoll's collectives, with NCCL timed beside it
+ * on the same buffers (--vs nccl), correctness counted on fresh random data, and a CSV out. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "gpucoll.h"
+#include "nccl_loader.h"
+/* Header-only and pure: the pattern gc_fill_random writes, so the float64 reference is exact. */
+#include "gc_rng.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Constants of the method (PERFORMANCE.md, "How to measure").
+ * ------------------------------------------------------------------------------------------- */
+/* H200's L2 is 60 MB: a set of buffers that fits would be served from L2 on the next call, so
+ * smaller sizes rotate among sets covering more than twice that. */
+#define L2_BYTES (60ull << 20)
+#define ROTATE_BYTES (128ull << 20)
+/* Cap on the sets; every set is used once per timed run, so this also bounds the iterations. */
+#define MAX_SETS 512
+/* Sets start on 4 KiB boundaries so every set has the alignment of the first. */
+#define SET_ALIGN 4096ull
+/* Above this size the iteration counts shrink in proportion, so one size stays near a second. */
+#define ITER_SCALE_BYTES (256ull << 20)
+/* Byte written over outputs before a checked call: NaN in every float type, and outside the
+ * range of every integer result the pattern can produce (0x7F7F7F7F, 127 for uint8). */
+#define POISON_BYTE 0x7F
+/* Host chunk the poison is copied from. */
+#define POISON_CHUNK (16ull << 20)
+
+enum { LIB_GC, LIB_NCCL, NUM_LIBS };
+enum { OOP, INPLACE, NUM_PLACEMENTS };
+static const char *const lib_names[NUM_LIBS] = {"gpucoll", "nccl"};
+static const char *const placement_names[NUM_PLACEMENTS] = {"out-of-place", "in-place"};
+static const char *const coll_names[GCB_NUM_COLLS] = {"allreduce", "reducescatter", "allgather",
+                                                      "broadcast"};
+
+static const int dtype_reducible[GC_NUM_DTYPES] = {
+#define BENCH_DTYPE_RED(name, str, size, reducible) reducible,
+    GC_DTYPE_MAP(BENCH_DTYPE_RED)
+#undef BENCH_DTYPE_RED
+};
+
+typedef struct options {
+  size_t min_bytes, max_bytes, step_bytes;
+  double step_factor;
+  int iters, warmup, check, graph, blocking, root, max_blocks, host, eager, vs_nccl;
+  gc_dtype_t dtype;
+  gc_op_t op;
+  gc_algo_t algo;
+  gcb_coll_t coll;
+  const char *csv;
+  uint64_t seed;
+  int seed_set;
+} options_t;
+
+typedef struct result {
+  int valid;
+  double us, algbw, busbw;
+  long long wrong; /* -1: not checked */
+} result_t;
+
+typedef struct bench {
+  options_t o;
+  gc_comm_t comm;
+  gcb_nccl_t *nccl;
+  void *stream;
+  int rank, nranks, on_gpu, all_gpu;
+  size_t elt;
+  char *send_pool, *recv_pool;
+  size_t send_pool_bytes, recv_pool_bytes;
+  unsigned char *host;   /* output copy for the check (pinned where there is a GPU) */
+  size_t host_bytes;
+  unsigned char *poison; /* POISON_CHUNK bytes of POISON_BYTE */
+  size_t poison_bytes;
+  FILE *csv;
+  /* The size in progress. */
+  size_t param_count, send_elems, recv_elems, bytes;
+  size_t send_stride, recv_stride;
+  int nsets;
+  uint64_t size_seed;
+} bench_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Messages: rank 0 prints results; any rank prints its own errors, prefixed with its rank.
+ * ------------------------------------------------------------------------------------------- */
+static int g_rank;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gpucoll-bench: rank %d: ", g_rank);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+  /* A collective is half done on the other ranks; only an abort frees them. */
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+
+#define GC_OK(b, call)                                                                          \
+  do {                                                                                          \
+    gc_result_t r_ = (call);                                                                    \
+    if (r_ != GC_SUCCESS)                                                                       \
+      die("%s: %s (%s): %s", #call, gc_result_name(r_), gc_strerror(r_),                        \
+          gc_comm_last_error((b)->comm));                                                       \
+  } while (0)
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: gpucoll-bench [COLL] [options]   (run under mpirun, one rank per GPU)\n"
+          "  COLL, --coll C      allreduce | reducescatter | allgather | broadcast (allreduce)\n"
+          "  -b, --minbytes N    smallest size, K/M/G suffixes (32M)\n"
+          "  -e, --maxbytes N    largest size (32M)\n"
+          "  -f, --stepfactor F  multiply the size by F each step (2)\n"
+          "  -i, --stepbytes N   add N bytes each step instead (when -f is 1)\n"
+          "  -n, --iters N       timed calls per size (20; fewer above 256 MB, more where\n"
+          "                      buffer sets rotate, so every set is used)\n"
+          "  -w, --warmup N      untimed calls first (5)\n"
+          "  -c, --check 0/1     count wrong elements on fresh random data (1)\n"
+          "  -d, --datatype T    float32 float16 bfloat16 float64 int32 int64 uint8\n"
+          "                      fp8_e4m3 fp8_e5m2 (float32; also float, half, bf16)\n"
+          "  -o, --op OP         sum prod min max avg (sum)\n"
+          "  -G, --cudagraph 0/1 time the replay of a captured CUDA graph (0)\n"
+          "  -z, --blocking 0/1  synchronize after every call (0)\n"
+          "  -r, --root R        broadcast root (0)\n"
+          "  -a, --algo A        auto oneshot twoshot mpi multimem (auto)\n"
+          "  -m, --maxblocks N   cap on gpucoll's grid (0 = dispatch table)\n"
+          "  --vs nccl           time NCCL on the same buffers and print the ratio\n"
+          "  --csv FILE          one row per (size, placement, library) with every figure\n"
+          "  --host              host buffers and the MPI path even where GPUs are present\n"
+          "  --eager             plain gc_buffer_alloc buffers (copy-in) instead of gc_mem_alloc\n"
+          "  --seed S            seed of the random data (default: from the clock)\n"
+          "  -h, --help          this text\n");
+}
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return 1;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; end++; break;
+    case 'm': case 'M': v *= 1024.0 * 1024.0; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end) return 1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int parse_int(const char *s, int lo, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > 1 << 30) return 1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_coll(const char *s, gcb_coll_t *out) {
+  for (int c = 0; c < GCB_NUM_COLLS; c++) {
+    if (strcmp(s, coll_names[c]) == 0) {
+      *out = (gcb_coll_t)c;
+      return 0;
+    }
+  }
+  /* nccl-tests' binary names, for muscle memory. */
+  if (!strcmp(s, "all_reduce")) *out = GCB_ALLREDUCE;
+  else if (!strcmp(s, "reduce_scatter")) *out = GCB_REDUCESCATTER;
+  else if (!strcmp(s, "all_gather")) *out = GCB_ALLGATHER;
+  else if (!strcmp(s, "bcast")) *out = GCB_BROADCAST;
+  else return 1;
+  return 0;
+}
+
+static int parse_dtype(const char *s, gc_dtype_t *out) {
+  static const struct { const char *alias, *name; } aliases[] = {
+      {"float", "float32"}, {"half", "float16"}, {"bf16", "bfloat16"}, {"double", "float64"},
+      {"int", "int32"},     {"fp8e4m3", "fp8_e4m3"}, {"fp8e5m2", "fp8_e5m2"}};
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (!strcmp(s, aliases[i].alias)) s = aliases[i].name;
+  return gc_dtype_from_name(s, out) != GC_SUCCESS;
+}
+
+/* Returns 0 to run, 1 after -h, 2 on a usage error (message printed by rank 0). */
+static int parse_args(int argc, char **argv, options_t *o) {
+  *o = (options_t){.min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
+                   .step_factor = 2.0, .iters = 20, .warmup = 5, .check = 1,
+                   .dtype = GC_FLOAT32, .op = GC_SUM, .algo = GC_ALGO_AUTO,
+                   .coll = GCB_ALLREDUCE};
+  enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED };
+  static const struct option longopts[] = {
+      {"minbytes", required_argument, 0, 'b'},  {"maxbytes", required_argument, 0, 'e'},
+      {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
+      {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
+      {"check", required_argument, 0, 'c'},     {"datatype", required_argument, 0, 'd'},
+      {"op", required_argument, 0, 'o'},        {"cudagraph", required_argument, 0, 'G'},
+      {"blocking", required_argument, 0, 'z'},  {"root", required_argument, 0, 'r'},
+      {"algo", required_argument, 0, 'a'},      {"maxblocks", required_argument, 0, 'm'},
+      {"coll", required_argument, 0, OPT_COLL}, {"vs", required_argument, 0, OPT_VS},
+      {"csv", required_argument, 0, OPT_CSV},   {"host", no_argument, 0, OPT_HOST},
+      {"eager", no_argument, 0, OPT_EAGER},     {"seed", required_argument, 0, OPT_SEED},
+      {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+  int quiet = g_rank != 0, c, bad = 0;
+  const char *why = NULL, *arg = NULL;
+  opterr = 0;
+  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:G:z:r:a:m:h", longopts, NULL)) != -1) {
+    arg = optarg;
+    switch (c) {
+      case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M)"; break;
+      case 'e': bad = parse_size(optarg, &o->max_bytes); why = "-e wants a size (8, 1K, 64M)"; break;
+      case 'i': bad = parse_size(optarg, &o->step_bytes) || o->step_bytes == 0; why = "-i wants a size > 0"; break;
+      case 'f': {
+        char *end;
+        o->step_factor = strtod(optarg, &end);
+        bad = end == optarg || *end || !(o->step_factor >= 1.0);
+        why = "-f wants a factor >= 1";
+        break;
+      }
+      case 'n': bad = parse_int(optarg, 1, &o->iters); why = "-n wants an integer >= 1"; break;
+      case 'w': bad = parse_int(optarg, 0, &o->warmup); why = "-w wants an integer >= 0"; break;
+      case 'c': bad = parse_int(optarg, 0, &o->check) || o->check > 1; why = "-c wants 0 or 1"; break;
+      case 'G': bad = parse_int(optarg, 0, &o->graph) || o->graph > 1; why = "-G wants 0 or 1"; break;
+      case 'z': bad = parse_int(optarg, 0, &o->blocking) || o->blocking > 1; why = "-z wants 0 or 1"; break;
+      case 'r': bad = parse_int(optarg, 0, &o->root); why = "-r wants a rank >= 0"; break;
+      case 'm': bad = parse_int(optarg, 0, &o->max_blocks); why = "-m wants an integer >= 0"; break;
+      case 'd': bad = parse_dtype(optarg, &o->dtype); why = "unknown datatype (see -h)"; break;
+      case 'o': bad = gc_op_from_name(optarg, &o->op) != GC_SUCCESS; why = "unknown op (sum prod min max avg)"; break;
+      case 'a': bad = gc_algo_from_name(optarg, &o->algo) != GC_SUCCESS; why = "unknown algorithm (auto oneshot twoshot mpi multimem)"; break;
+      case OPT_COLL: bad = parse_coll(optarg, &o->coll); why = "unknown collective (allreduce reducescatter allgather broadcast)"; break;
+      case OPT_VS: bad = strcmp(optarg, "nccl") != 0; o->vs_nccl = 1; why = "--vs knows only nccl"; break;
+      case OPT_CSV: o->csv = optarg; break;
+      case OPT_HOST: o->host = 1; break;
+      case OPT_EAGER: o->eager = 1; break;
+      case OPT_SEED: {
+        char *end;
+        o->seed = strtoull(optarg, &end, 0);
+        bad = end == optarg || *end;
+        o->seed_set = 1;
+        why = "--seed wants an integer";
+        break;
+      }
+      case 'h':
+        if (!quiet) usage(stdout);
+        return 1;
+      default:
+        bad = 1;
+        arg = argv[optind - 1];
+        why = "unknown option or missing value";
+        break;
+    }
+  }
+  if (!bad && optind < argc) {
+    arg = argv[optind];
+    bad = parse_coll(argv[optind++], &o->coll);
+    why = "unknown collective (allreduce reducescatter allgather broadcast)";
+  }
+  if (!bad && optind < argc) {
+    bad = 1;
+    arg = argv[optind];
+    why = "unexpected argument";
+  }
+  if (!bad && o->min_bytes > o->max_bytes) {
+    bad = 1;
+    arg = NULL;
+    why = "-b is larger than -e";
+  }
+  if (!bad && o->min_bytes == 0) {
+    bad = 1;
+    arg = NULL;
+    why = "-b must be at least one element";
+  }
+  if (!bad && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER) &&
+      !dtype_reducible[o->dtype]) {
+    bad = 1;
+    arg = gc_dtype_name(o->dtype);
+    why = "this datatype cannot be reduced (fp8 works with allgather and broadcast)";
+  }
+  if (bad) {
+    if (!quiet) {
+      fprintf(stderr, "gpucoll-bench: %s%s%s\n", why, arg ? ": " : "", arg ? arg : "");
+      usage(stderr);
+    }
+    return 2;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Element decoding (host) for the check.
+ * ------------------------------------------------------------------------------------------- */
+static double half_to_double(uint16_t h) {
+  int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v;
+  if (e == 0) v = ldexp(m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexp(1024 + m, e - 25);
+  return s ? -v : v;
+}
+
+static double bf16_to_double(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static double e4m3_to_double(uint8_t x) { /* OCP fn variant: no infinities, S.1111.111 = NaN */
+  int s = x >> 7, e = (x >> 3) & 0xf, m = x & 7;
+  double v;
+  if (e == 15 && m == 7) v = NAN;
+  else if (e == 0) v = ldexp(m, -9);
+  else v = ldexp(8 + m, e - 10);
+  return s ? -v : v;
+}
+
+static double e5m2_to_double(uint8_t x) {
+  int s = x >> 7, e = (x >> 2) & 0x1f, m = x & 3;
+  double v;
+  if (e == 31) v = m ? NAN : INFINITY;
+  else if (e == 0) v = ldexp(m, -16);
+  else v = ldexp(4 + m, e - 17);
+  return s ? -v : v;
+}
+
+static inline double load_elem(const unsigned char *p, size_t i, gc_dtype_t dt) {
+  switch (dt) {
+    case GC_FLOAT32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GC_FLOAT64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+    case GC_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return half_to_double(v); }
+    case GC_BFLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_double(v); }
+    case GC_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GC_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case GC_UINT8: return p[i];
+    case GC_FP8_E4M3: return e4m3_to_double(p[i]);
+    case GC_FP8_E5M2: return e5m2_to_double(p[i]);
+    default: return NAN;
+  }
+}
+
+/* Unit in the last place at 1.0 of each float type (for the tolerance); 0 = compared exactly. */
+static double dtype_eps(gc_dtype_t dt) {
+  switch (dt) {
+    case GC_FLOAT32: return 0x1p-23;
+    case GC_FLOAT64: return 0x1p-52;
+    case GC_FLOAT16: return 0x1p-10;
+    case GC_BFLOAT16: return 0x1p-7;
+    default: return 0.0;
+  }
+}
+
+/* Spacing of the subnormals: the absolute error floor of a rounding near zero. */
+static double dtype_tiny(gc_dtype_t dt) {
+  switch (dt) {
+    case GC_FLOAT32: return 0x1p-149;
+    case GC_FLOAT16: return 0x1p-24;
+    case GC_BFLOAT16: return 0x1p-133;
+    default: return 0x1p-1074;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The float64 reference, from the same pattern gc_fill_random writes.
+ * ------------------------------------------------------------------------------------------- */
+static uint64_t rank_seed(const bench_t *b, int rank) {
+  return gc__mix64(b->size_seed + (uint64_t)rank * 0x9E3779B97F4A7C15ull);
+}
+
+/* Integers wrap at the type's width, as on the device. */
+static double wrap_int(double v, gc_dtype_t dt) {
+  int64_t x = (int64_t)v;
+  if (dt == GC_INT32) return (double)(int32_t)(uint32_t)(uint64_t)x;
+  if (dt == GC_UINT8) return (double)(uint8_t)(uint64_t)x;
+  return (double)x;
+}
+
+typedef struct check_ctx {
+  gcb_coll_t coll;
+  gc_dtype_t dt;
+  gc_op_t op;
+  int rank, nranks, root;
+  size_t param;
+  uint64_t seeds[64]; /* enough for one node; larger jobs derive seeds on the fly */
+  const bench_t *b;
+} check_ctx_t;
+
+static inline uint64_t ctx_seed(const check_ctx_t *c, int r) {
+  return r < 64 ? c->seeds[r] : rank_seed(c->b, r);
+}
+
+/* Expected element i of this rank's output; *tol receives the allowed absolute error. */
+static inline double reference(const check_ctx_t *c, size_t i, double *tol) {
+  const int dt = (int)c->dt, n = c->nranks;
+  *tol = 0.0;
+  if (c->coll == GCB_ALLGATHER) {
+    int r = (int)(i / c->param);
+    return gc__random_value(ctx_seed(c, r), i % c->param, dt);
+  }
+  if (c->coll == GCB_BROADCAST) return gc__random_value(ctx_seed(c, c->root), i, dt);
+  size_t idx = c->coll == GCB_REDUCESCATTER ? (size_t)c->rank * c->param + i : i;
+  const int is_int = c->dt == GC_INT32 || c->dt == GC_INT64 || c->dt == GC_UINT8;
+  double acc = gc__random_value(ctx_seed(c, 0), idx, dt);
+  int64_t iacc = (int64_t)acc;
+  for (int r = 1; r < n; r++) {
+    double v = gc__random_value(ctx_seed(c, r), idx, dt);
+    switch (c->op) {
+      case GC_SUM: case GC_AVG: acc += v; iacc += (int64_t)v; break;
+      case GC_PROD: acc *= v; iacc = (int64_t)((uint64_t)iacc * (uint64_t)(int64_t)v); break;
+      case GC_MIN: acc = v < acc ? v : acc; break;
+      case GC_MAX: acc = v > acc ? v : acc; break;
+      default: break;
+    }
+  }
+  if (is_int) {
+    if (c->op == GC_SUM || c->op == GC_PROD) return wrap_int((double)iacc, c->dt);
+    if (c->op == GC_AVG) {
+      *tol = 1.0; /* truncated or rounded division are both fine */
+      return acc / n;
+    }
+    return acc;
+  }
+  /* Floats: the sum of n pattern values is exact in float32 accumulation, but NCCL rounds
+   * partial sums to the dtype at each step (magnitudes up to n/2 on average), so allow n
+   * roundings at that scale; products carry n relative roundings, plus the absolute ones of
+   * subnormal results (float16 products of 3 values reach them). min/max are exact. */
+  const double eps = dtype_eps(c->dt);
+  switch (c->op) {
+    case GC_SUM: *tol = eps * n * (fabs(acc) + n / 2.0); return acc;
+    case GC_AVG: *tol = eps * n * (1.0 + fabs(acc / n)); return acc / n; /* NCCL pre-scales */
+    case GC_PROD: *tol = eps * n * fabs(acc) + n * dtype_tiny(c->dt); return acc;
+    default: return acc;
+  }
+}
+
+/* Counts the wrong elements of out[0..n) (host copy); prints the first few. */
+static long long compare(const check_ctx_t *c, const unsigned char *out, size_t n, const char *what) {
+  long long wrong = 0;
+#pragma omp parallel for reduction(+ : wrong) schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    double tol, ref = reference(c, i, &tol);
+    double got = load_elem(out, i, c->dt);
+    if (!(fabs(got - ref) <= tol)) wrong++;
+  }
+  if (wrong) {
+    int shown = 0;
+    for (size_t i = 0; i < n && shown < 4; i++) {
+      double tol, ref = reference(c, i, &tol);
+      double got = load_elem(out, i, c->dt);
+      if (!(fabs(got - ref) <= tol)) {
+        fprintf(stderr, "gpucoll-bench: rank %d: %s: element %zu is %.9g, expected %.9g (+-%.3g)\n",
+                c->rank, what, i, got, ref, tol);
+        shown++;
+      }
+    }
+  }
+  return wrong;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Buffers: pools carved into rotating sets.
+ * ------------------------------------------------------------------------------------------- */
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Element counts of one call at `bytes` (nccl-tests' meaning of -b/-e: the larger buffer). */
+static void size_counts(gcb_coll_t coll, size_t bytes, size_t elt, int n, size_t *param,
+                        size_t *send, size_t *recv) {
+  size_t count = bytes / elt;
+  switch (coll) {
+    case GCB_ALLREDUCE: case GCB_BROADCAST: *param = *send = *recv = count; break;
+    case GCB_REDUCESCATTER: *param = *recv = count / n; *send = *param * n; break;
+    case GCB_ALLGATHER: *param = *send = count / n; *recv = *param * n; break;
+    default: *param = *send = *recv = 0;
+  }
+}
+
+static int sets_for(const bench_t *b, size_t send_bytes, size_t recv_bytes) {
+  size_t set = send_bytes + recv_bytes;
+  if (!b->on_gpu || set > L2_BYTES || set == 0) return 1;
+  size_t n = (ROTATE_BYTES + set - 1) / set;
+  return n > MAX_SETS ? MAX_SETS : (int)n;
+}
+
+static size_t next_size(const options_t *o, size_t s) {
+  if (o->step_factor > 1.0) {
+    size_t nx = (size_t)((double)s * o->step_factor);
+    return nx > s ? nx : s + 1;
+  }
+  return s + o->step_bytes;
+}
+
+static void alloc_pool(bench_t *b, size_t bytes, char **out) {
+  void *p = NULL;
+  if (b->o.eager) GC_OK(b, gc_buffer_alloc(b->comm, bytes, b->on_gpu, &p));
+  else GC_OK(b, gc_mem_alloc(b->comm, bytes, &p));
+  *out = p;
+}
+
+static void free_pool(bench_t *b, char *p) {
+  if (!p) return;
+  if (b->o.eager) GC_OK(b, gc_buffer_free(b->comm, p));
+  else GC_OK(b, gc_mem_free(b->comm, p));
+}
+
+static void setup_buffers(bench_t *b) {
+  size_t send_max = SET_ALIGN, recv_max = SET_ALIGN, out_max = 0;
+  for (size_t s = b->o.min_bytes; s <= b->o.max_bytes; s = next_size(&b->o, s)) {
+    size_t param, se, re;
+    size_counts(b->o.coll, s, b->elt, b->nranks, &param, &se, &re);
+    if (param == 0) continue;
+    int sets = sets_for(b, se * b->elt, re * b->elt);
+    size_t sp = sets * round_up(se * b->elt, SET_ALIGN), rp = sets * round_up(re * b->elt, SET_ALIGN);
+    if (sp > send_max) send_max = sp;
+    if (rp > recv_max) recv_max = rp;
+    /* In-place reduce-scatter checks its slice of send; everything else checks recv. */
+    if (re * b->elt > out_max) out_max = re * b->elt;
+  }
+  b->send_pool_bytes = send_max;
+  b->recv_pool_bytes = recv_max;
+  alloc_pool(b, send_max, &b->send_pool);
+  alloc_pool(b, recv_max, &b->recv_pool);
+  if (b->o.check) {
+    void *p;
+    b->host_bytes = out_max ? out_max : 1;
+    GC_OK(b, gc_buffer_alloc(b->comm, b->host_bytes, 0, &p));
+    b->host = p;
+    b->poison_bytes = b->host_bytes < POISON_CHUNK ? b->host_bytes : POISON_CHUNK;
+    b->poison = malloc(b->poison_bytes);
+    if (!b->poison) die("out of host memory (%zu bytes)", b->poison_bytes);
+    memset(b->poison, POISON_BYTE, b->poison_bytes);
+  }
+}
+
+static void poison(bench_t *b, char *dst, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += b->poison_bytes) {
+    size_t n = bytes - off < b->poison_bytes ? bytes - off : b->poison_bytes;
+    GC_OK(b, gc_memcpy(b->comm, dst + off, b->poison, n));
+  }
+}
+
+/* The pointers of set k for a placement. */
+static void set_ptrs(const bench_t *b, int k, int placement, const void **send, void **recv) {
+  char *s = b->send_pool + (size_t)k * b->send_stride;
+  char *r = b->recv_pool + (size_t)k * b->recv_stride;
+  if (placement == OOP) {
+    *send = s;
+    *recv = r;
+    return;
+  }
+  switch (b->o.coll) {
+    case GCB_REDUCESCATTER: /* recv is this rank's slice of send */
+      *send = s;
+      *recv = s + (size_t)b->rank * b->param_count * b->elt;
+      break;
+    case GCB_ALLGATHER: /* send is this rank's slice of recv */
+      *send = r + (size_t)b->rank * b->param_count * b->elt;
+      *recv = r;
+      break;
+    default:
+      *send = r;
+      *recv = r;
+      break;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One call, as gc_time's callback.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct call {
+  bench_t *b;
+  int lib, placement;
+  int next; /* the set the next call uses */
+  char err[512];
+} call_t;
+
+static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *stream, char *err,
+                           size_t errlen) {
+  const void *send;
+  void *recv;
+  set_ptrs(b, set, placement, &send, &recv);
+  const options_t *o = &b->o;
+  if (lib == LIB_NCCL) {
+    if (gcb_nccl_run(b->nccl, o->coll, send, recv, b->param_count, o->dtype, o->op, o->root,
+                     stream, err, errlen))
+      return GC_ERR_REMOTE; /* NCCL's own error; the message is in err */
+    return GC_SUCCESS;
+  }
+  gc_options_t opts = GC_OPTIONS_INIT;
+  opts.algo = o->algo;
+  opts.max_blocks = o->max_blocks;
+  gc_result_t r;
+  switch (o->coll) {
+    case GCB_ALLREDUCE:
+      r = gc_allreduce_ex(send, recv, b->param_count, o->dtype, o->op, b->comm, stream, &opts);
+      break;
+    case GCB_REDUCESCATTER:
+      r = gc_reducescatter_ex(send, recv, b->param_count, o->dtype, o->op, b->comm, stream, &opts);
+      break;
+    case GCB_ALLGATHER:
+      r = gc_allgather_ex(send, recv, b->param_count, o->dtype, b->comm, stream, &opts);
+      break;
+    default:
+      r = gc_broadcast_ex(send, recv, b->param_count, o->dtype, o->root, b->comm, stream, &opts);
+      break;
+  }
+  if (r != GC_SUCCESS)
+    snprintf(err, errlen, "gpucoll %s: %s: %s", coll_names[o->coll], gc_result_name(r),
+             gc_comm_last_error(b->comm));
+  return r;
+}
+
+static gc_result_t timed_call(void *arg, void *stream) {
+  call_t *c = arg;
+  bench_t *b = c->b;
+  int set = c->next;
+  c->next = (c->next + 1) % b->nsets;
+  gc_result_t r = run_one(b, c->lib, c->placement, set, stream, c->err, sizeof c->err);
+  if (r == GC_SUCCESS && b->o.blocking) {
+    r = gc_synchronize(b->comm, stream);
+    if (r != GC_SUCCESS)
+      snprintf(c->err, sizeof c->err, "gc_synchronize: %s: %s", gc_result_name(r),
+               gc_comm_last_error(b->comm));
+  }
+  return r;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Check and time one (library, placement) at the current size.
+ * ------------------------------------------------------------------------------------------- */
+static long long check_one(bench_t *b, int lib, int placement) {
+  const options_t *o = &b->o;
+  const size_t elt = b->elt;
+  const uint64_t mine = rank_seed(b, b->rank);
+  char *s0 = b->send_pool, *r0 = b->recv_pool;
+  const void *send;
+  void *recv;
+  set_ptrs(b, 0, placement, &send, &recv);
+  size_t out_elems = b->recv_elems;
+
+  /* Fresh input, poisoned output. */
+  if (placement == OOP) {
+    GC_OK(b, gc_fill_random(b->comm, s0, b->send_elems, o->dtype, mine));
+    poison(b, r0, b->recv_elems * elt);
+  } else {
+    switch (o->coll) {
+      case GCB_ALLREDUCE: GC_OK(b, gc_fill_random(b->comm, r0, b->recv_elems, o->dtype, mine)); break;
+      case GCB_REDUCESCATTER:
+        GC_OK(b, gc_fill_random(b->comm, s0, b->send_elems, o->dtype, mine));
+        break;
+      case GCB_ALLGATHER:
+        poison(b, r0, b->recv_elems * elt);
+        GC_OK(b, gc_fill_random(b->comm, (void *)send, b->send_elems, o->dtype, mine));
+        break;
+      default:
+        if (b->rank == o->root) GC_OK(b, gc_fill_random(b->comm, r0, b->recv_elems, o->dtype, mine));
+        else poison(b, r0, b->recv_elems * elt);
+        break;
+    }
+  }
+  char err[512] = "";
+  gc_result_t r = run_one(b, lib, placement, 0, b->stream, err, sizeof err);
+  if (r == GC_SUCCESS) {
+    r = gc_synchronize(b->comm, b->stream);
+    if (r != GC_SUCCESS)
+      snprintf(err, sizeof err, "gc_synchronize: %s: %s", gc_result_name(r), gc_comm_last_error(b->comm));
+  }
+  if (r != GC_SUCCESS)
+    die("%s %s %zu bytes: %s", lib_names[lib], placement_names[placement], b->bytes, err);
+  GC_OK(b, gc_memcpy(b->comm, b->host, recv, out_elems * elt));
+
+  check_ctx_t c = {.coll = o->coll, .dt = o->dtype, .op = o->op, .rank = b->rank,
+                   .nranks = b->nranks, .root = o->root, .param = b->param_count, .b = b};
+  for (int i = 0; i < b->nranks && i < 64; i++) c.seeds[i] = rank_seed(b, i);
+  char what[128];
+  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[o->coll],
+           placement_names[placement], b->bytes);
+  long long wrong = compare(&c, b->host, out_elems, what), total = 0;
+  MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+static double bus_factor(gcb_coll_t coll, int n) {
+  switch (coll) {
+    case GCB_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case GCB_REDUCESCATTER: case GCB_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+static result_t measure(bench_t *b, int lib, int placement, int warmup, int iters) {
+  result_t res = {.valid = 1, .wrong = -1};
+  if (b->o.check) res.wrong = check_one(b, lib, placement);
+  call_t c = {.b = b, .lib = lib, .placement = placement, .next = 0};
+  double us = 0;
+  gc_result_t r = gc_time(b->comm, timed_call, &c, b->stream, warmup, iters, b->o.graph, &us);
+  if (r != GC_SUCCESS)
+    die("timing %s %s %zu bytes: %s (%s)", lib_names[lib], placement_names[placement], b->bytes,
+        c.err[0] ? c.err : gc_strerror(r), gc_comm_last_error(b->comm));
+  res.us = us;
+  res.algbw = us > 0 ? (double)b->bytes / us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
+  res.busbw = res.algbw * bus_factor(b->o.coll, b->nranks);
+  return res;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output.
+ * ------------------------------------------------------------------------------------------- */
+static void fmt_time(char *buf, size_t n, double us) {
+  if (us >= 1e4) snprintf(buf, n, "%7.0f", us);
+  else if (us >= 100) snprintf(buf, n, "%7.1f", us);
+  else snprintf(buf, n, "%7.2f", us);
+}
+
+static void fmt_wrong(char *buf, size_t n, long long w) {
+  if (w < 0) snprintf(buf, n, "%6s", "N/A");
+  else snprintf(buf, n, "%6lld", w);
+}
+
+/* A group title centred over a block of columns `width` wide (its two leading spaces included). */
+static void print_centered(const char *title, int width) {
+  int len = (int)strlen(title), left = (width - len) / 2;
+  printf("%*s%s%*s", left, "", title, width - len - left, "");
+}
+
+static void print_header(const bench_t *b, int with_nccl) {
+  const options_t *o = &b->o;
+  printf("#%11s  %12s  %8s  %6s  %6s", "", "", "", "", "");
+  print_centered("out-of-place", 33);
+  print_centered("in-place", 33);
+  if (with_nccl) {
+    print_centered("nccl out-of-place", 34);
+    print_centered("nccl in-place", 34);
+  }
+  printf("\n#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
+  for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
+  if (with_nccl)
+    for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %7s", "time", "busbw", "#wrong", "speedup");
+  printf("\n#%11s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
+  for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+  if (with_nccl)
+    for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %7s", "(us)", "(GB/s)", "", "(x)");
+  printf("\n");
+  (void)o;
+}
+
+static void print_row(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int with_nccl) {
+  const options_t *o = &b->o;
+  char t[32], w[32];
+  int reducing = o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER;
+  printf("%12zu  %12zu  %8s  %6s  %6d", b->bytes, b->param_count, gc_dtype_name(o->dtype),
+         reducing ? gc_op_name(o->op) : "none", o->coll == GCB_BROADCAST ? o->root : -1);
+  for (int p = 0; p < NUM_PLACEMENTS; p++) {
+    const result_t *r = &res[LIB_GC][p];
+    fmt_time(t, sizeof t, r->us);
+    fmt_wrong(w, sizeof w, r->wrong);
+    printf("  %7s  %6.2f  %6.2f  %6s", t, r->algbw, r->busbw, w);
+  }
+  if (with_nccl) {
+    for (int p = 0; p < NUM_PLACEMENTS; p++) {
+      const result_t *r = &res[LIB_NCCL][p];
+      fmt_time(t, sizeof t, r->us);
+      fmt_wrong(w, sizeof w, r->wrong);
+      double ratio = res[LIB_GC][p].us > 0 ? r->us / res[LIB_GC][p].us : 0;
+      printf("  %7s  %6.2f  %6s  %6.2fx", t, r->busbw, w, ratio);
+    }
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int with_nccl, int warmup,
+                     int iters) {
+  if (!b->csv) return;
+  const options_t *o = &b->o;
+  for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++) {
+    for (int p = 0; p < NUM_PLACEMENTS; p++) {
+      const result_t *r = &res[lib][p];
+      char speedup[32] = "", wrong[32] = "";
+      if (with_nccl && res[LIB_GC][p].us > 0)
+        snprintf(speedup, sizeof speedup, "%.4f", res[LIB_NCCL][p].us / res[LIB_GC][p].us);
+      if (r->wrong >= 0) snprintf(wrong, sizeof wrong, "%lld", r->wrong);
+      fprintf(b->csv, "%s,%s,%s,%zu,%zu,%s,%s,%d,%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%s,%s\n",
+              coll_names[o->coll], lib_names[lib], p == OOP ? "oop" : "inplace", b->bytes,
+              b->param_count, gc_dtype_name(o->dtype), gc_op_name(o->op),
+              o->coll == GCB_BROADCAST ? o->root : -1, lib == LIB_GC ? gc_algo_name(o->algo) : "nccl",
+              b->nranks, o->graph, iters, warmup, b->nsets, o->eager ? 0 : 1, r->us, r->algbw,
+              r->busbw, wrong, speedup);
+    }
+  }
+  fflush(b->csv);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * main
+ * ------------------------------------------------------------------------------------------- */
+static void print_devices(bench_t *b) {
+  struct { int rank, pid, device; char host[64]; } me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  me.rank = b->rank;
+  me.pid = (int)getpid();
+  GC_OK(b, gc_comm_device(b->comm, &me.device));
+  int len = 0;
+  char name[MPI_MAX_PROCESSOR_NAME];
+  MPI_Get_processor_name(name, &len);
+  memcpy(me.host, name, (size_t)len < sizeof me.host - 1 ? (size_t)len : sizeof me.host - 1);
+  if (b->rank == 0) all = calloc(b->nranks, sizeof *all);
+  MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (b->rank == 0) {
+    printf("#\n# Using devices\n");
+    for (int r = 0; r < b->nranks; r++) {
+      if (all[r].device >= 0)
+        printf("#  Rank %2d Pid %6d on %10s device %2d\n", all[r].rank, all[r].pid, all[r].host,
+               all[r].device);
+      else
+        printf("#  Rank %2d Pid %6d on %10s host only\n", all[r].rank, all[r].pid, all[r].host);
+    }
+    free(all);
+  }
+}
+
+static void note(const bench_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const bench_t *b, const char *fmt, ...) {
+  if (b->rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("# note: ");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  bench_t bench, *b = &bench;
+  memset(b, 0, sizeof *b);
+  MPI_Comm_rank(MPI_COMM_WORLD, &b->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &b->nranks);
+  g_rank = b->rank;
+  int pa = parse_args(argc, argv, &b->o);
+  if (pa) {
+    MPI_Finalize();
+    return pa == 1 ? 0 : 2;
+  }
+  options_t *o = &b->o;
+  if (o->root >= b->nranks) {
+    if (b->rank == 0) fprintf(stderr, "gpucoll-bench: -r %d is not a rank (0..%d)\n", o->root, b->nranks - 1);
+    MPI_Finalize();
+    return 2;
+  }
+  b->elt = gc_dtype_size(o->dtype);
+
+  gc_config_t cfg = GC_CONFIG_INIT;
+  if (o->host) cfg.use_gpu = 0;
+  gc_result_t r = gc_comm_init(&b->comm, MPI_COMM_WORLD, &cfg);
+  if (r != GC_SUCCESS) die("gc_comm_init: %s: %s", gc_result_name(r), gc_comm_last_error(NULL));
+  int device = -1;
+  GC_OK(b, gc_comm_device(b->comm, &device));
+  b->on_gpu = device >= 0;
+  MPI_Allreduce(&b->on_gpu, &b->all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  /* Rotation, graphs and NCCL need a GPU on every rank; treat a mixed job as host-only for them. */
+  b->on_gpu = b->all_gpu;
+  if (device >= 0) GC_OK(b, gc_comm_stream(b->comm, &b->stream));
+
+  if (!o->seed_set) {
+    o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+    MPI_Bcast(&o->seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  }
+  if (b->rank == 0 && o->csv) {
+    b->csv = fopen(o->csv, "w");
+    if (!b->csv) die("cannot write %s", o->csv);
+    fprintf(b->csv, "coll,lib,placement,bytes,count,dtype,op,root,algo,nranks,graph,iters,warmup,"
+                    "sets,symmetric,time_us,algbw_GBps,busbw_GBps,wrong,speedup\n");
+  }
+#ifdef _OPENMP
+  /* The ranks of a node check at the same time: share its cores, unless told otherwise. */
+  if (!getenv("OMP_NUM_THREADS")) {
+    int local = 1;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    int t = omp_get_num_procs() / local;
+    omp_set_num_threads(t > 0 ? t : 1);
+  }
+#endif
+
+  if (b->rank == 0) {
+    printf("# gpucoll-bench %s: %s, %d ranks\n", gc_get_version(), coll_names[o->coll], b->nranks);
+    printf("# minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d validation: %d "
+           "graph: %d blocking: %d\n",
+           o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : (double)o->step_bytes,
+           o->step_factor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check, o->graph,
+           o->blocking);
+    printf("# dtype %s op %s algo %s maxblocks %d buffers %s seed %llu\n", gc_dtype_name(o->dtype),
+           gc_op_name(o->op), gc_algo_name(o->algo), o->max_blocks,
+           o->eager ? "gc_buffer_alloc (copy-in)" : "gc_mem_alloc (symmetric, zero-copy)",
+           (unsigned long long)o->seed);
+  }
+  print_devices(b);
+  if (o->graph && !b->on_gpu) {
+    note(b, "-G 1 needs a GPU on every rank; host buffers are timed with the wall clock instead");
+    o->graph = 0;
+  }
+  if (o->graph && o->blocking) {
+    note(b, "-z 1 synchronizes inside the loop, which a graph cannot capture; timing with events");
+    o->graph = 0;
+  }
+  if (b->on_gpu) {
+    note(b, "sets of buffers smaller than %llu MB rotate (>= %llu MB touched, at most %d sets); "
+            "iterations shrink above %llu MB",
+         L2_BYTES >> 20, ROTATE_BYTES >> 20, MAX_SETS, ITER_SCALE_BYTES >> 20);
+  }
+
+  int with_nccl = 0;
+  if (o->vs_nccl) {
+    if (!b->on_gpu) {
+      note(b, "NCCL skipped: it needs a GPU on every rank (host buffers here)");
+    } else {
+      char err[512];
+      if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) == 0) {
+        with_nccl = 1;
+        if (b->rank == 0) printf("# NCCL %s, same buffers, same stream\n", gcb_nccl_version(b->nccl));
+      } else {
+        /* Every rank failed alike (gcb_nccl_open agrees); rank 0's reason is printed. */
+        note(b, "NCCL skipped: %s", err);
+      }
+    }
+  }
+  if (b->rank == 0) printf("#\n");
+
+  setup_buffers(b);
+  if (b->rank == 0) print_header(b, with_nccl);
+
+  long long wrong_total = 0;
+  double bw_sum[NUM_LIBS] = {0, 0}, log_speedup = 0;
+  int bw_count = 0, speedup_count = 0;
+  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
+    size_counts(o->coll, s, b->elt, b->nranks, &b->param_count, &b->send_elems, &b->recv_elems);
+    if (b->param_count == 0) {
+      note(b, "%zu bytes skipped: fewer than one %s per rank", s, gc_dtype_name(o->dtype));
+      continue;
+    }
+    b->bytes = (o->coll == GCB_ALLREDUCE || o->coll == GCB_BROADCAST ? b->param_count
+                                                                    : b->param_count * b->nranks) *
+               b->elt;
+    b->nsets = sets_for(b, b->send_elems * b->elt, b->recv_elems * b->elt);
+    b->send_stride = round_up(b->send_elems * b->elt, SET_ALIGN);
+    b->recv_stride = round_up(b->recv_elems * b->elt, SET_ALIGN);
+    b->size_seed = gc__mix64(o->seed ^ (uint64_t)s * 0xD1342543DE82EF95ull);
+
+    /* Iterations: fewer above ITER_SCALE_BYTES (a 1 GB all-reduce takes ~4.5 ms); at least one
+     * pass over every rotating set so the timed calls really miss L2. */
+    int iters = o->iters, warmup = o->warmup;
+    if (b->bytes > ITER_SCALE_BYTES) {
+      double f = (double)ITER_SCALE_BYTES / (double)b->bytes;
+      int mi = o->iters < 5 ? o->iters : 5, mw = o->warmup < 1 ? o->warmup : 1;
+      iters = (int)ceil(o->iters * f);
+      warmup = (int)ceil(o->warmup * f);
+      if (iters < mi) iters = mi;
+      if (warmup < mw) warmup = mw;
+    }
+    if (iters < b->nsets) iters = b->nsets;
+
+    /* Realistic data in every set for the timed calls (the check refills set 0). */
+    uint64_t mine = rank_seed(b, b->rank);
+    GC_OK(b, gc_fill_random(b->comm, b->send_pool, b->nsets * b->send_stride / b->elt, o->dtype, mine));
+    GC_OK(b, gc_fill_random(b->comm, b->recv_pool, b->nsets * b->recv_stride / b->elt, o->dtype, mine));
+
+    result_t res[NUM_LIBS][NUM_PLACEMENTS];
+    memset(res, 0, sizeof res);
+    for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++)
+      for (int p = 0; p < NUM_PLACEMENTS; p++) res[lib][p] = measure(b, lib, p, warmup, iters);
+
+    if (b->rank == 0) {
+      print_row(b, res, with_nccl);
+      csv_rows(b, res, with_nccl, warmup, iters);
+    }
+    for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++) {
+      for (int p = 0; p < NUM_PLACEMENTS; p++) {
+        if (res[lib][p].wrong > 0) wrong_total += res[lib][p].wrong;
+        bw_sum[lib] += res[lib][p].busbw;
+      }
+    }
+    bw_count += NUM_PLACEMENTS;
+    if (with_nccl) {
+      for (int p = 0; p < NUM_PLACEMENTS; p++) {
+        if (res[LIB_GC][p].us > 0 && res[LIB_NCCL][p].us > 0) {
+          log_speedup += log(res[LIB_NCCL][p].us / res[LIB_GC][p].us);
+          speedup_count++;
+        }
+      }
+    }
+    if (s == SIZE_MAX) break;
+  }
+
+  if (b->rank == 0) {
+    if (o->check) printf("# Out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g\n", bw_count ? bw_sum[LIB_GC] / bw_count : 0.0);
+    if (with_nccl) {
+      printf("# Avg bus bandwidth (nccl) : %g\n", bw_count ? bw_sum[LIB_NCCL] / bw_count : 0.0);
+      printf("# Geometric mean speed-up vs NCCL (NCCL time / gpucoll time) : %.3fx\n",
+             speedup_count ? exp(log_speedup / speedup_count) : 0.0);
+    }
+    printf("#\n");
+    fflush(stdout);
+  }
+
+  if (b->csv) fclose(b->csv);
+  if (b->nccl) gcb_nccl_close(b->nccl);
+  free_pool(b, b->send_pool);
+  free_pool(b, b->recv_pool);
+  if (b->host) GC_OK(b, gc_buffer_free(b->comm, b->host));
+  free(b->poison);
+  GC_OK(b, gc_comm_destroy(b->comm));
+  MPI_Finalize();
+  return wrong_total ? 1 : 0;
+}

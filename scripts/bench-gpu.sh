@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench-gpu.sh — the final benchmark matrix on a GPU host: every collective, gpucoll beside NCCL,
+# bf16, 1 KB to 1 GB, CUDA-graph replay, on 2 and 4 GPUs; CSVs, logs and plots in bench/results/.
+#
+# usage: scripts/bench-gpu.sh BUILD_DIR [RESULTS_DIR]
+#   BUILD_DIR    the CMake build holding bench/gpucoll-bench
+#   RESULTS_DIR  where the CSVs, logs, PNGs and COMMANDS.txt go (default: bench/results)
+# Environment: MPIRUN (default mpirun), PYTHON (default python3), NPS (default "2 4"),
+#              COLLS (default "allreduce reducescatter allgather broadcast").
+# About 5 minutes on 4 x H200: gpucoll-bench shrinks the iterations above 256 MB by itself.
+set -u -o pipefail
+
+build=${1:?usage: scripts/bench-gpu.sh BUILD_DIR [RESULTS_DIR]}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+results=${2:-$repo/bench/results}
+bench=$build/bench/gpucoll-bench
+mpirun=${MPIRUN:-mpirun}
+python=${PYTHON:-python3}
+colls=${COLLS:-allreduce reducescatter allgather broadcast}
+
+[ -x "$bench" ] || { echo "bench-gpu.sh: no $bench; build with -DGC_BUILD_BENCH=ON" >&2; exit 2; }
+command -v nvidia-smi >/dev/null || { echo "bench-gpu.sh: nvidia-smi not found: not a GPU host?" >&2; exit 2; }
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+# "NVIDIA H200" -> h200: the tag in the file names.
+tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z' 'a-z' |
+      sed -e 's/nvidia//' -e 's/[^a-z0-9]//g')
+tag=${tag:-gpu}
+mkdir -p "$results"
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+commands=$results/COMMANDS.txt
+{
+  echo "# gpucoll-bench runs behind the CSVs and plots in this folder (scripts/bench-gpu.sh)"
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname): $ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
+       "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)," \
+       "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$commands"
+
+failed=0
+start_all=$(date +%s)
+for np in ${NPS:-2 4}; do
+  if [ "$np" -gt "$ngpu" ]; then
+    echo "bench-gpu.sh: skipping $np ranks: only $ngpu GPUs" | tee -a "$commands"
+    continue
+  fi
+  csvs=()
+  for coll in $colls; do
+    name=$coll-${tag}x$np
+    # --bind-to none: the ranks' host-side checks of 1 GB outputs use OpenMP over the node's cores.
+    cmd=("$mpirun" -np "$np" --bind-to none "$bench" "$coll" --vs nccl -G 1 -d bfloat16
+         -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$results/$name.csv")
+    echo "${cmd[*]}" | sed "s|$build|\$BUILD|; s|$results|bench/results|" >> "$commands"
+    echo "== ${cmd[*]}"
+    t0=$(date +%s)
+    if "${cmd[@]}" 2>&1 | tee "$results/$name.txt"; then
+      csvs+=("$results/$name.csv")
+      "$python" "$repo/scripts/plot_bench.py" "$results/$name.csv" "$results/$name.png" || failed=1
+    else
+      echo "bench-gpu.sh: $name failed (log: $results/$name.txt)" >&2
+      echo "# ^ FAILED, see $name.txt" >> "$commands"
+      failed=1
+    fi
+    echo "#   took $(( $(date +%s) - t0 )) s" >> "$commands"
+  done
+  if [ ${#csvs[@]} -gt 1 ]; then
+    "$python" "$repo/scripts/plot_bench.py" "${csvs[@]}" "$results/all-${tag}x$np.png" || failed=1
+    echo "$python scripts/plot_bench.py <the CSVs above> bench/results/all-${tag}x$np.png" >> "$commands"
+  fi
+done
+echo "# plots: python3 scripts/plot_bench.py bench/results/<name>.csv bench/results/<name>.png" >> "$commands"
+echo "# total $(( $(date +%s) - start_all )) s" >> "$commands"
+echo "bench-gpu.sh: results in $results (total $(( $(date +%s) - start_all )) s)"
+exit $failed
