@@ -11,4 +11,4 @@ n=$(gc_gpu_count)
 out=${GC_RESULTS_DIR:-$GC_ROOT/results}
 mkdir -p "$out"
 echo "== sweep on $n ranks ($( [ "$(gc_gpu_count)" -ge 1 ] && echo GPUs || echo host buffers)), results in $out"
-mpirun -np "$n" --oversubscribe "$GC_BUILD_DIR/bindings/lua/gpucoll-lua" run "$GC_ROOT/examples/sweep.lua" --out "$out" "$@"
+mpirun -np "$n" --oversubscribe "$GC_BUILD_DIR/bindings/lua/gpucoll-lua" run "$GC_ROOT/examples/sweep.lua" out="$out" "$@"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
+# each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
+# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 bench benchfull lua python
+# On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
+set -u -o pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+[ -f .gpu-host/env.sh ] && source .gpu-host/env.sh
+# The operator's NVLink multicast kill switches stay set for every program started here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none PYTHONUNBUFFERED=1
+build=${BUILD:-$repo/build-gpu}
+logs=${LOGDIR:-${OUT:-/tmp}/logs}
+mkdir -p "$logs"
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+py=${PYTHON:-$(command -v python3)}
+mpirun="mpirun --bind-to none"
+
+budget=${BUDGET:-570}   # seconds for the whole script: later steps shrink or are skipped
+start=$(date +%s)
+step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, prints the tail
+  local name=$1 secs=$2
+  shift 2
+  local t0=$(date +%s) left=$(( budget - ($(date +%s) - start) - 20 ))
+  [ "$secs" -gt "$left" ] && secs=$left
+  if [ "$secs" -lt 15 ]; then echo "=== $name skipped: out of time"; return 0; fi
+  echo "=== $name (limit ${secs}s): $*"
+  timeout -k 10 "$secs" "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name rc=$rc in $(( $(date +%s) - t0 ))s"
+  grep -E "Run Summary|tests |asserts |failure|FAIL|passed|failed|Error|error:" "$logs/$name.log" | tail -12
+  { echo "=== $name rc=$rc: $*"; tail -c 200000 "$logs/$name.log"; } >> "${OUT:-/tmp}/all.log"
+  return 0
+}
+
+for s in "${@:-build tests bench}"; do
+  case $s in
+    build)
+      nvidia-smi -L; nvidia-smi topo -m | head -8
+      step configure 120 cmake -S . -B "$build" -DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_SWIG=OFF
+      tail -5 "$logs/configure.log"
+      step make 300 cmake --build "$build" -j 32 ;;
+    tests)  step gpu_np4 240 $mpirun -np 4 "$build/tests/gc_tests" --gpu ;;
+    tests2) step gpu_np2 200 $mpirun -np 2 "$build/tests/gc_tests" --gpu
+            step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
+              $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
+    tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
+    bench)
+      for c in allreduce reducescatter allgather broadcast; do
+        step bench4_$c 120 $mpirun -np 4 "$build/bench/gpucoll-bench" $c --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
+        grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
+      done ;;
+    benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
+               tail -40 "$logs/benchfull.log" ;;
+    lua) step lua_sweep 300 $mpirun -np 4 "$build/bindings/lua/gpucoll-lua" run examples/sweep.lua out="$logs/sweep"
+         head -30 "$logs/lua_sweep.log"
+         step lua_module_gpu 120 $mpirun -np 4 "$build/bindings/lua/gpucoll-lua" run bindings/lua/tests/test_module.lua gpu=1 ;;
+    python)  # a separate build: the bindings need this host's Python headers, which may be missing
+      step configure_swig 120 cmake -S . -B "$build-swig" -DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_LUA=OFF \
+        -DGC_BUILD_BENCH=OFF -DGC_BUILD_TESTS=OFF -DGC_SWIG_GO=OFF -DGC_SWIG_TCL=OFF -DGC_SWIG_PYTHON="$py"
+      step make_swig 200 cmake --build "$build-swig" -j 32
+      step python_gpu 200 env -C "$build-swig/bindings/swig" ctest -L gpu --output-on-failure ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
+cd "$logs/.." && tar czf "${OUT:-/tmp}/logs.tgz" "$(basename "$logs")" 2>/dev/null
+echo "=== done"
