@@ -1,7 +1,7 @@
-// allreduce.cu — peer-to-peer all-reduce: one-shot (every rank reduces everything) and two-shot
-// (reduce-scatter of a 1/n slice, barrier, all-gather with the same thread-to-pack mapping).
-#include <type_traits>
-
+// allreduce.cu — peer-to-peer all-reduce. Push (small): every rank writes its input into every
+// peer's push area, one barrier, each rank reduces locally. One-shot: every rank reads all inputs
+// and reduces everything. Two-shot: reduce-scatter of a 1/n slice, barrier, all-gather with the
+// same thread-to-pack mapping.
 #include "common.cuh"
 
 namespace gc {
@@ -16,6 +16,65 @@ __device__ __forceinline__ void reduce_tail(const gc_kargs_t &a, size_t first) {
   }
 }
 
+// Reduces packs k and k + G (when it exists) with every load of both issued before the first
+// use, then stores both: twice the bytes in flight of a one-pack loop.
+template <typename T, typename A, int OPK, bool VEC>
+__device__ __forceinline__ void reduce_two(const gc_kargs_t &a, size_t el0, size_t el1, bool has1, void *out,
+                                           bool plain) {
+  constexpr int E = Pack<T, VEC>::E;
+  A acc0[E], acc1[E];
+  reduce_at<T, A, OPK, VEC>(a, el0, acc0);
+  if (has1) reduce_at<T, A, OPK, VEC>(a, el1, acc1);
+  store_at<T, A, VEC>(a, el0, acc0, out, plain);
+  if (has1) store_at<T, A, VEC>(a, el1, acc1, out, plain);
+}
+
+template <typename T, typename A, int OPK>
+__global__ void GC_LAUNCH_BOUNDS push_kernel(const gc_kargs_t a) {
+  constexpr int E = 16 / sizeof(T);
+  using P = Pack<T, true>;
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank, b = blockIdx.x, par = sync.epoch & 1;
+  const size_t first = global_thread() * E;  // this thread's pack: elements [first, first + E)
+  const int valid = first < a.count ? (int)min((size_t)E, a.count - first) : 0;
+  const size_t slot = threadIdx.x * 16;
+  if (valid) {
+    P v;
+    const T *src = (const T *)a.send + first;
+    if (valid == E && aligned16(src)) v.load(src);
+    else
+      for (int e = 0; e < E; e++) v.v[e] = e < valid ? src[e] : src[0];  // padding is never stored
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) *(uint4 *)&a.peers.push[p]->data[par][b][me][slot] = *(const uint4 *)v.v;
+  }
+  if (!sync.barrier()) return;  // release/acquire: every rank's pack is in our push area
+  if (valid) {
+    const gc_kpush_t *mine = a.peers.push[me];
+    P v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)&mine->data[par][b][p][slot];
+    A acc[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
+#pragma unroll
+    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n)
+#pragma unroll
+        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) {
+      store_at<T, A, true>(a, first, acc, a.recv, true);
+    } else {
+      for (int e = 0; e < valid; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
+    }
+  }
+  // No closing barrier: a peer writes this block's slot of our area again only two epochs on,
+  // after a barrier that needs this block to have finished reading it.
+  sync.done();
+}
+
 template <typename T, typename A, int OPK, bool VEC>
 __global__ void GC_LAUNCH_BOUNDS oneshot_kernel(const gc_kargs_t a) {
   constexpr int E = Pack<T, VEC>::E;
@@ -23,18 +82,15 @@ __global__ void GC_LAUNCH_BOUNDS oneshot_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
   const bool plain = is_plain<T, A>(a, a.recv);
-  const size_t packs = a.count / E;
-  for (size_t k = global_thread(); k < packs; k += grid_threads()) {
-    A acc[E];
-    reduce_at<T, A, OPK, VEC>(a, k * E, acc);
-    store_at<T, A, VEC>(a, k * E, acc, a.recv, plain);
-  }
+  const size_t packs = a.count / E, G = grid_threads();
+  for (size_t k = global_thread(); k < packs; k += 2 * G)
+    reduce_two<T, A, OPK, VEC>(a, k * E, (k + G) * E, k + G < packs, a.recv, plain);
   if (VEC) reduce_tail<T, A, OPK>(a, packs * E);
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
 
-// Two-shot. Rank r owns packs [s0, s0 + sn) (gc_partition of the packs): it reduces them from
+// Two-shot. Rank r owns packs [s0, s0 + sn) (an even split of the packs): it reduces them from
 // every input into its publish area, then every rank gathers every owner's packs. The all-gather
 // walks each slice with the same block/thread mapping the owner used, so the per-block barrier in
 // between is enough.
@@ -50,7 +106,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
-  const size_t packs = a.count / E;
+  const size_t packs = a.count / E, G = grid_threads();
   const size_t out_pack_bytes = (size_t)E * dtype_size(a.ep.out_dtype);
   if (!sync.barrier()) return;
 
@@ -58,27 +114,32 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   slice_of(packs, n, me, &s0, &sn);
   void *pub = a.pub[me];
   const bool plain = is_plain<T, A>(a, pub);
-  for (size_t j = global_thread(); j < sn; j += grid_threads()) {
-    A acc[E];
-    reduce_at<T, A, OPK, true>(a, (s0 + j) * E, acc);
-    store_at<T, A, true>(a, (s0 + j) * E, acc, pub, plain);
-  }
+  for (size_t j = global_thread(); j < sn; j += 2 * G)
+    reduce_two<T, A, OPK, true>(a, (s0 + j) * E, (s0 + j + G) * E, j + G < sn, pub, plain);
   reduce_tail<T, A, OPK>(a, packs * E);
   if (!sync.barrier()) return;  // every slice is published
 
-  const bool vec_out = aligned16(a.recv) && out_pack_bytes == 16;
-  for (int q = 0; q < n; q++) {
-    size_t q0, qn;
-    slice_of(packs, n, q, &q0, &qn);
-    const char *src = (const char *)a.pub[q] + q0 * out_pack_bytes;
-    char *dst = (char *)a.recv + q0 * out_pack_bytes;
-    if (src == dst) continue;  // the publish area is our own output
-    for (size_t j = global_thread(); j < qn; j += grid_threads()) {
-      if (vec_out) {
-        ((uint4 *)dst)[j] = ((const uint4 *)src)[j];
-      } else {
+  // Gather: the j-th pack of every owner's slice is loaded before any is stored, so n loads
+  // from n different GPUs are in flight per thread.
+  size_t q0[GC_MAX_LOCAL_RANKS], qn[GC_MAX_LOCAL_RANKS];
+  for (int q = 0; q < n; q++) slice_of(packs, n, q, &q0[q], &qn[q]);
+  if (out_pack_bytes == 16 && aligned16(a.recv)) {
+    for (size_t j = global_thread(); j < qn[0]; j += G) {
+      uint4 v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+      for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+        if (q < n && j < qn[q]) v[q] = ((const uint4 *)a.pub[q])[q0[q] + j];
+#pragma unroll
+      for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+        if (q < n && j < qn[q] && (const char *)a.pub[q] != (const char *)a.recv) ((uint4 *)a.recv)[q0[q] + j] = v[q];
+    }
+  } else {
+    for (int q = 0; q < n; q++) {
+      const char *src = (const char *)a.pub[q] + q0[q] * out_pack_bytes;
+      char *dst = (char *)a.recv + q0[q] * out_pack_bytes;
+      if (src == dst) continue;  // the publish area is our own output
+      for (size_t j = global_thread(); j < qn[q]; j += G)
         for (size_t b = 0; b < out_pack_bytes; b++) dst[j * out_pack_bytes + b] = src[j * out_pack_bytes + b];
-      }
     }
   }
   if (!sync.barrier()) return;  // peers are done with our input and publish area
@@ -89,6 +150,13 @@ template <typename T, typename A, int OPK>
 static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
+  if (algo == GC_KALGO_PUSH) {
+    // One pack per thread, GC_PUSH_BLOCK_BYTES per block: the grid follows from the size alone.
+    size_t packs = (a->count * sizeof(T) + 15) / 16;
+    cfg.gridDim = dim3((unsigned)((packs + GC_KTHREADS - 1) / GC_KTHREADS));
+    cfg.blockDim = dim3(GC_KTHREADS);
+    return cudaLaunchKernelEx(&cfg, push_kernel<T, A, OPK>, *a);
+  }
   // Vector packs need 16-byte aligned inputs (shared by all ranks: staging or symmetric at the
   // same offset) and a publish area alike; the local output may be unaligned.
   bool shared_aligned = true;

@@ -28,6 +28,43 @@ __device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0,
   *sn = base + (r < (int)extra ? 1 : 0);
 }
 
+// Two-stage, pipelined: root's data goes in chunks; in each chunk the n - 1 other ranks each
+// pull one slice from root into their publish area (stage 1), and after the barrier each pulls
+// the other slices from their holders (stage 2). Stage 2 of chunk c - 1 runs beside stage 1 of
+// chunk c, so root's links and everyone's in-links stay busy: each carries the data about once.
+template <bool VEC>
+__device__ __forceinline__ void gather_chunk(const gc_kargs_t &a, size_t c0, size_t cn, int owners, int me_owner,
+                                             bool dst_vec) {
+  const int n = a.peers.nranks, root = a.root;
+  char *recv = (char *)a.recv;
+  size_t q0[GC_MAX_LOCAL_RANKS], qn[GC_MAX_LOCAL_RANKS];
+  const char *src[GC_MAX_LOCAL_RANKS];
+  int m = 0;
+  for (int r = 0; r < n; r++) {
+    if (r == root) continue;
+    int o = m++;
+    slice_of(cn, owners, o, &q0[o], &qn[o]);
+    q0[o] += c0;
+    src[o] = (const char *)a.pub[r];
+    if (o == me_owner || src[o] == recv) qn[o] = 0;  // ours is already in place
+  }
+  if (VEC && dst_vec) {
+    size_t most = 0;
+    for (int o = 0; o < owners; o++) most = qn[o] > most ? qn[o] : most;
+    for (size_t j = global_thread(); j < most; j += grid_threads()) {
+      uint4 v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+      for (int o = 0; o < GC_MAX_LOCAL_RANKS - 1; o++)
+        if (o < owners && j < qn[o]) v[o] = ((const uint4 *)src[o])[q0[o] + j];
+#pragma unroll
+      for (int o = 0; o < GC_MAX_LOCAL_RANKS - 1; o++)
+        if (o < owners && j < qn[o]) ((uint4 *)recv)[q0[o] + j] = v[o];
+    }
+  } else {
+    for (int o = 0; o < owners; o++) copy_units<VEC>(recv, src[o], q0[o], qn[o], dst_vec);
+  }
+}
+
 template <bool VEC>
 __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_stage) {
   pdl_begin(a.pdl);
@@ -37,26 +74,34 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
   const char *src = (const char *)a.in[root];
   char *recv = (char *)a.recv;
   if (!sync.barrier()) return;  // root's data is in place
-  if (one_stage || n <= 2) {
-    copy_bytes(recv, src, bytes);
+  if (one_stage || n <= 2 || me == root) {
+    // root holds it all (at most a local copy); one-stage ranks pull everything from root.
+    if (one_stage || n <= 2 || src != recv) copy_bytes(recv, src, bytes);
+    if (!one_stage && n > 2) {
+      // root still meets every barrier of the two-stage ranks
+      const size_t units = bytes / (VEC ? 16 : 1);
+      const size_t chunk = max(units / 8, (size_t)(4u << 20) / (VEC ? 16 : 1));
+      for (size_t c0 = 0; c0 < units; c0 += chunk)
+        if (!sync.barrier()) return;
+    }
   } else {
     const size_t unit = VEC ? 16 : 1, units = bytes / unit;
-    size_t s0, sn;
-    slice_of(units, n, me, &s0, &sn);
-    if ((char *)a.pub[me] != src) copy_units<VEC>((char *)a.pub[me], src, s0, sn, true);
-    if (!sync.barrier()) return;  // every slice is published
-    if (me == root) {
-      copy_bytes(recv, src, bytes);  // root has it all; at most a local copy
-    } else {
-      const bool dst_vec = aligned16(recv);
-      for (int step = 0; step < n; step++) {
-        int q = (me + step) % n;
-        size_t q0, qn;
-        slice_of(units, n, q, &q0, &qn);
-        if ((char *)a.pub[q] + q0 * unit != recv + q0 * unit) copy_units<VEC>(recv, (const char *)a.pub[q], q0, qn, dst_vec);
-      }
-      for (size_t k = units * unit + global_thread(); k < bytes; k += grid_threads()) recv[k] = src[k];
+    const size_t chunk = max(units / 8, (size_t)(4u << 20) / unit);
+    const int owners = n - 1, me_owner = me < root ? me : me - 1;
+    const bool dst_vec = aligned16(recv);
+    size_t prev0 = 0, prevn = 0;
+    for (size_t c0 = 0; c0 < units; c0 += chunk) {
+      size_t cn = min(chunk, units - c0), s0, sn;
+      slice_of(cn, owners, me_owner, &s0, &sn);
+      if ((char *)a.pub[me] != src) copy_units<VEC>((char *)a.pub[me], src, c0 + s0, sn, true);
+      if ((char *)a.pub[me] != recv) copy_units<VEC>(recv, (const char *)a.pub[me], c0 + s0, sn, dst_vec);
+      if (prevn) gather_chunk<VEC>(a, prev0, prevn, owners, me_owner, dst_vec);
+      if (!sync.barrier()) return;  // this chunk's slices are published
+      prev0 = c0;
+      prevn = cn;
     }
+    if (prevn) gather_chunk<VEC>(a, prev0, prevn, owners, me_owner, dst_vec);
+    for (size_t k = units * unit + global_thread(); k < bytes; k += grid_threads()) recv[k] = src[k];
   }
   if (!sync.barrier()) return;  // nobody still reads root's data or our publish area
   sync.done();

@@ -26,9 +26,20 @@ typedef struct gc_ksignals {
   uint32_t epoch[GC_KMAX_BLOCKS];
 } gc_ksignals_t;
 
+/* The push area of one rank, for small all-reduces: peers write their input straight into it
+ * (block b, source rank r, parity of block b's epoch), so a call needs one barrier and no copy-in.
+ * A block's slot is fixed, so the parity alone keeps consecutive calls apart. */
+#define GC_PUSH_BLOCKS 32
+#define GC_PUSH_BLOCK_BYTES (GC_KTHREADS * 16)
+#define GC_PUSH_MAX_BYTES ((size_t)GC_PUSH_BLOCKS * GC_PUSH_BLOCK_BYTES)
+typedef struct gc_kpush {
+  unsigned char data[2][GC_PUSH_BLOCKS][GC_MAX_LOCAL_RANKS][GC_PUSH_BLOCK_BYTES];
+} gc_kpush_t;
+
 typedef struct gc_kpeers {
   int rank, nranks;
   gc_ksignals_t *sig[GC_MAX_LOCAL_RANKS]; /* every rank's signal area, mapped here */
+  gc_kpush_t *push[GC_MAX_LOCAL_RANKS];   /* every rank's push area, mapped here */
   uint32_t *error;                        /* host-mapped; set to 1 when a wait times out */
   unsigned long long timeout_ns;
 } gc_kpeers_t;
@@ -52,8 +63,7 @@ typedef struct gc_kargs {
   gc_kpeers_t peers;
   const void *in[GC_MAX_LOCAL_RANKS]; /* each rank's input as seen here (symmetric or staging) */
   void *pub[GC_MAX_LOCAL_RANKS];      /* each rank's publish area (two-shot, broadcast stage 1) */
-  const void *send;   /* this rank's user input to copy into in[rank] first; NULL = in place */
-  size_t send_count;  /* elements of send to copy (the whole input of this rank) */
+  const void *send;   /* push all-reduce: this rank's input, read where it is */
   void *recv;         /* this rank's output */
   size_t count;       /* all-reduce: elements; all-gather/broadcast: elements per rank / total */
   int dtype, op;
@@ -64,7 +74,8 @@ typedef struct gc_kargs {
   int pdl;
 } gc_kargs_t;
 
-typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2 } gc_kalgo_t;
+/* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */
+typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3 } gc_kalgo_t;
 
 /* All return a cudaError_t value (0 = launched). */
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
@@ -72,6 +83,12 @@ int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */
 int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream);
+
+/* Small collectives through the push areas (push.cu): parts of at most GC_PUSH_MAX_BYTES, grid
+ * fixed by the size. Gather: a->send is this rank's part (root's, for broadcast), a->count its
+ * elements. Reduce-scatter: a->send the whole input, region[q] (rows 1) rank q's part. */
+int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
+int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Device helpers used by the library. */
 int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t stream);

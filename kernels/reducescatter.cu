@@ -13,12 +13,18 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
   const gc_kregion_t R = a.region[a.peers.rank];
   const size_t row_packs = R.width / E, packs = R.rows * row_packs;
   const bool plain = is_plain<T, A>(a, a.recv);
-  for (size_t k = global_thread(); k < packs; k += grid_threads()) {
-    size_t i = k / row_packs, j = (k - i * row_packs) * E;
-    A acc[E];
-    reduce_at<T, A, OPK, VEC>(a, R.in_offset + i * R.in_ld + j, acc);
-    // The output (and the epilogue's add vector) is the region packed row after row.
-    store_at<T, A, VEC>(a, R.out_offset + i * R.width + j, acc, a.recv, plain);
+  // Two packs per step, all their loads issued before the first use. The output (and the
+  // epilogue's add vector) is the region packed row after row.
+  const size_t G = grid_threads();
+  for (size_t k = global_thread(); k < packs; k += 2 * G) {
+    const bool has1 = k + G < packs;
+    size_t i0 = k / row_packs, j0 = (k - i0 * row_packs) * E;
+    size_t i1 = (k + G) / row_packs, j1 = (k + G - i1 * row_packs) * E;
+    A acc0[E], acc1[E];
+    reduce_at<T, A, OPK, VEC>(a, R.in_offset + i0 * R.in_ld + j0, acc0);
+    if (has1) reduce_at<T, A, OPK, VEC>(a, R.in_offset + i1 * R.in_ld + j1, acc1);
+    store_at<T, A, VEC>(a, R.out_offset + i0 * R.width + j0, acc0, a.recv, plain);
+    if (has1) store_at<T, A, VEC>(a, R.out_offset + i1 * R.width + j1, acc1, a.recv, plain);
   }
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();

@@ -20,6 +20,19 @@ __global__ void fill_random_kernel(void *buf, size_t count, int dtype, uint64_t 
 // out[i] = cast(in[i] * scale + add[i]) in float (double for float64 input), as finish() does.
 __global__ void epilogue_kernel(void *out, const void *in, size_t count, int in_dtype, gc_kepilogue_t ep) {
   for (size_t i = global_thread(); i < count; i += grid_threads()) {
+    if (in_dtype == GC_INT32 || in_dtype == GC_INT64 || in_dtype == GC_UINT8) {
+      // Integers: only an add applies, in 64-bit two's complement, wrapped to the output width.
+      int64_t v = in_dtype == GC_INT64 ? ((const int64_t *)in)[i]
+                  : in_dtype == GC_INT32 ? ((const int32_t *)in)[i] : ((const uint8_t *)in)[i];
+      if (ep.add)
+        v = op_sum(v, ep.add_dtype == GC_INT64 ? ((const int64_t *)ep.add)[i]
+                      : ep.add_dtype == GC_INT32 ? (int64_t)((const int32_t *)ep.add)[i]
+                                                 : (int64_t)((const uint8_t *)ep.add)[i]);
+      if (ep.out_dtype == GC_INT64) ((int64_t *)out)[i] = v;
+      else if (ep.out_dtype == GC_INT32) ((int32_t *)out)[i] = (int32_t)(uint32_t)(uint64_t)v;
+      else ((uint8_t *)out)[i] = (uint8_t)(uint64_t)v;
+      continue;
+    }
     double x = load_as_double(in, i, in_dtype);
     if (in_dtype == GC_FLOAT64) {
       if (ep.apply_scale) x = __dmul_rn(x, ep.scale);

@@ -47,6 +47,7 @@ gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg)
 
   MPI_Comm node;
   GC_MPI_CHECK(NULL, MPI_Comm_split_type(comm->mpi, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node));
+  GC_MPI_CHECK(NULL, MPI_Comm_rank(node, &comm->host_rank));
   int group = cfg->local_size > 0 ? cfg->local_size : (int)gc__param_int(GC_PARAM_LOCAL_SIZE);
   if (group > 0) {
     /* GC_LOCAL_SIZE splits one host into several "nodes" so the inter-node path runs here too. */

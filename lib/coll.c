@@ -75,7 +75,10 @@ static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_opt
   memset(&a, 0, sizeof a);
   a.peers.rank = comm->local_rank;
   a.peers.nranks = comm->local_size;
-  for (int r = 0; r < comm->local_size; r++) a.peers.sig[r] = (gc_ksignals_t *)comm->tp.signals[r];
+  for (int r = 0; r < comm->local_size; r++) {
+    a.peers.sig[r] = (gc_ksignals_t *)comm->tp.signals[r];
+    a.peers.push[r] = (gc_kpush_t *)comm->tp.push[r];
+  }
   a.peers.error = comm->tp.error_dev;
   a.peers.timeout_ns = comm->tp.timeout_ns;
   a.blocks = plan->blocks;
@@ -111,6 +114,14 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
                                  gc_op_t op, const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  if (plan->algo == GC_ALGO_ONESHOT && count * es <= GC_PUSH_MAX_BYTES) {
+    /* Small: ranks push their input into each other's push areas; one barrier, no copy-in. */
+    gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+    a.send = send;
+    a.recv = recv;
+    a.count = count;
+    return launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
+  }
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
   /* One-shot in place on a symmetric buffer would overwrite data peers are still reading. */
   int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in) && !(send == recv && plan->algo == GC_ALGO_ONESHOT);
@@ -179,6 +190,13 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   /* Axis 0 / 1-D: chunk every rank's part in step; each chunk copies n pieces into staging. */
   size_t maxlen = 0;
   for (int r = 0; r < n; r++) maxlen = sp->len[r] > maxlen ? sp->len[r] : maxlen;
+  if (maxlen * es <= GC_PUSH_MAX_BYTES) {
+    /* Small parts: pushed straight from send into the owners' push areas, one barrier. */
+    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
+    a.send = send;
+    a.recv = recv;
+    return launched(comm, gc_kernel_push_reducescatter(&a, stream), "reduce-scatter");
+  }
   size_t chunk = in_zero ? maxlen : (staging_half(comm) / es / n) & ~(size_t)15;
   for (size_t c0 = 0; c0 < maxlen; c0 += chunk) {
     size_t pos = 0;
@@ -209,9 +227,22 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype);
   void *sym_in[GC_MAX_LOCAL_RANKS];
-  int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
+  int in_zero;
+  if (send == (const char *)recv + me * count * es) {
+    /* In place: each rank's part sits at its own slot of its symmetric recv, not at our offset. */
+    in_zero = gc__symmetric_lookup(comm, recv, n * count * es, sym_in);
+    for (int r = 0; in_zero && r < n; r++) sym_in[r] = (char *)sym_in[r] + r * count * es;
+  } else {
+    in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
+  }
   size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+  if (count * es <= GC_PUSH_MAX_BYTES) {
+    a.send = send;
+    a.recv = recv;
+    a.count = count;
+    return launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
+  }
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
     size_t cn = count - c0 < chunk ? count - c0 : chunk;
     for (int r = 0; r < n; r++) {
@@ -240,6 +271,13 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
   a.root = root;
+  if (!two_stage && count * es <= GC_PUSH_MAX_BYTES) {
+    /* Small: root pushes into every push area, one barrier, everyone copies out locally. */
+    a.send = send;
+    a.recv = recv;
+    a.count = count;
+    return launched(comm, gc_kernel_push_gather(&a, 1, stream), "broadcast");
+  }
   if (zero && me == root && send != recv)
     GC_CUDA_CHECK(comm, cudaMemcpyAsync(recv, send, count * es, cudaMemcpyDeviceToDevice, stream));
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
@@ -298,7 +336,7 @@ static gc_result_t begin(gc_comm_t comm) {
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
-gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
+static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
   GC_CHECK(begin(comm));
   GC_CHECK(check_dtype(comm, dtype, 1));
@@ -319,6 +357,11 @@ gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype
   GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
+}
+
+gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
+                            void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, opts));
 }
 
 gc_result_t gc_allreduce(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
@@ -419,7 +462,7 @@ static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t
   return GC_SUCCESS;
 }
 
-gc_result_t gc_reducescatter_ex(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
+static gc_result_t reducescatter_ex_impl(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                                 gc_comm_t comm, void *stream, const gc_options_t *opts) {
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
@@ -437,12 +480,17 @@ gc_result_t gc_reducescatter_ex(const void *send, void *recv, size_t recvcount, 
   return r;
 }
 
+gc_result_t gc_reducescatter_ex(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
+                                gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, reducescatter_ex_impl(send, recv, recvcount, dtype, op, comm, stream, opts));
+}
+
 gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                              gc_comm_t comm, void *stream) {
   return gc_reducescatter_ex(send, recv, recvcount, dtype, op, comm, stream, NULL);
 }
 
-gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
+static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
@@ -466,7 +514,12 @@ gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_
   return r;
 }
 
-gc_result_t gc_allgather_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
+gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
+                                gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, reducescatter_2d_impl(send, recv, rows, cols, axis, dtype, op, comm, stream, opts));
+}
+
+static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
                             const gc_options_t *opts) {
   GC_CHECK(begin(comm));
   GC_CHECK(check_dtype(comm, dtype, 0));
@@ -486,11 +539,16 @@ gc_result_t gc_allgather_ex(const void *send, void *recv, size_t count, gc_dtype
   return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
 }
 
+gc_result_t gc_allgather_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
+                            const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, allgather_ex_impl(send, recv, count, dtype, comm, stream, opts));
+}
+
 gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream) {
   return gc_allgather_ex(send, recv, count, dtype, comm, stream, NULL);
 }
 
-gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
+static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
   GC_CHECK(begin(comm));
   GC_CHECK(check_dtype(comm, dtype, 0));
@@ -512,6 +570,11 @@ gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype
   GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_broadcast(comm, send, recv, count, dtype, root, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);
+}
+
+gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
+                            void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, broadcast_ex_impl(send, recv, count, dtype, root, comm, stream, opts));
 }
 
 gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,

@@ -39,6 +39,19 @@ bool gc__comm_is_live(gc_comm_t comm) {
   return found;
 }
 
+gc_result_t gc__device_enter(gc_comm_t comm, int *prev) {
+  *prev = -1;
+  GC_CHECK(gc__comm_check(comm));
+  if (comm->device < 0) return GC_SUCCESS;
+  GC_CUDA_CHECK(comm, cudaGetDevice(prev));
+  if (*prev != comm->device) GC_CUDA_CHECK(comm, cudaSetDevice(comm->device));
+  return GC_SUCCESS;
+}
+
+void gc__device_leave(gc_comm_t comm, int prev) {
+  if (prev >= 0 && prev != comm->device) cudaSetDevice(prev);
+}
+
 gc_result_t gc__comm_check(gc_comm_t comm) {
   if (comm == NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is NULL");
   if (!gc__comm_is_live(comm))
@@ -73,7 +86,9 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
     GC_INFO(GC_SUB_INIT, "no usable GPU (%s): host-only rank", e == cudaSuccess ? "none found" : cudaGetErrorString(e));
     return GC_SUCCESS;
   }
-  int dev = cfg->device >= 0 ? cfg->device : comm->local_rank % count;
+  /* The host-wide rank, not the (GC_LOCAL_SIZE) node rank: emulated nodes on one host must not all
+   * land on GPU 0. */
+  int dev = cfg->device >= 0 ? cfg->device : comm->host_rank % count;
   if (dev >= count)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "config names device %d but only %d are visible", dev, count);
   GC_CUDA_CHECK(NULL, cudaSetDevice(dev));
@@ -158,8 +173,7 @@ gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cf
   return gc_comm_init(out, MPI_Comm_f2c(fcomm), cfg);
 }
 
-gc_result_t gc_comm_destroy(gc_comm_t comm) {
-  GC_CHECK(gc__comm_check(comm));
+static gc_result_t comm_destroy(gc_comm_t comm) {
   gc_result_t r = GC_SUCCESS;
   if (comm->device >= 0) {
     /* Kernels in flight may still read peers' buffers or be read: finish ours, then wait for
@@ -172,6 +186,15 @@ gc_result_t gc_comm_destroy(gc_comm_t comm) {
   if (r == GC_SUCCESS && comm->sticky == GC_SUCCESS) r = b;
   live_remove(comm);
   comm_free(comm);
+  return r;
+}
+
+gc_result_t gc_comm_destroy(gc_comm_t comm) {
+  int prev;
+  GC_CHECK(gc__device_enter(comm, &prev));
+  int device = comm->device;
+  gc_result_t r = comm_destroy(comm);
+  if (prev >= 0 && prev != device) cudaSetDevice(prev); /* comm is freed: restore by hand */
   return r;
 }
 
@@ -234,8 +257,9 @@ gc_result_t gc__comm_health(gc_comm_t comm) {
   return GC_SUCCESS;
 }
 
-gc_result_t gc_synchronize(gc_comm_t comm, void *stream) {
-  GC_CHECK(gc__comm_check(comm));
+static gc_result_t synchronize(gc_comm_t comm, void *stream) {
   if (comm->device >= 0) GC_CUDA_CHECK(comm, cudaStreamSynchronize((cudaStream_t)stream));
   return gc__comm_health(comm);
 }
+
+gc_result_t gc_synchronize(gc_comm_t comm, void *stream) { GC_ON_DEVICE(comm, synchronize(comm, stream)); }

@@ -122,6 +122,7 @@ typedef struct gc__transport {
   size_t staging_bytes;                      /* per rank */
   char *staging[GC_MAX_LOCAL_RANKS];         /* every local rank's staging area, mapped */
   uint32_t *signals[GC_MAX_LOCAL_RANKS];     /* every local rank's signal area, mapped */
+  void *push[GC_MAX_LOCAL_RANKS];            /* every local rank's push area (kernels.h), mapped */
   uint32_t *error_host;                      /* host-mapped flag kernels write on a timeout */
   uint32_t *error_dev;                       /* the same flag as seen by the device */
   uint64_t timeout_ns;
@@ -133,6 +134,7 @@ struct gc_comm {
   MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
   int rank, size;
   int local_rank, local_size, node_count;
+  int host_rank;      /* rank among the processes of this host (picks the GPU) */
   int device;         /* -1: host-only rank */
   int sm_count;
   int cuda_aware;     /* MPI takes device pointers */
@@ -151,6 +153,20 @@ struct gc_comm {
   char *algo_table_text;
   char last_error[1024];
 };
+
+/* Makes comm's GPU current for the length of one public call and restores the caller's after,
+ * so a call works whatever device the calling thread has current. */
+GC_HIDDEN gc_result_t gc__device_enter(gc_comm_t comm, int *prev);
+GC_HIDDEN void gc__device_leave(gc_comm_t comm, int prev);
+#define GC_ON_DEVICE(comm, call)                               \
+  do {                                                         \
+    int gc_prev_;                                              \
+    gc_result_t gc_rr_ = gc__device_enter((comm), &gc_prev_);  \
+    if (gc_rr_ != GC_SUCCESS) return gc_rr_;                   \
+    gc_rr_ = (call);                                           \
+    gc__device_leave((comm), gc_prev_);                        \
+    return gc_rr_;                                             \
+  } while (0)
 
 /* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
 GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);

@@ -18,7 +18,7 @@ gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr) {
   return GC_PTR_HOST;
 }
 
-gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **out) {
+static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device, void **out) {
   GC_CHECK(gc__comm_check(comm));
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: out is NULL");
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: bytes is 0");
@@ -36,7 +36,11 @@ gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **
   return GC_SUCCESS;
 }
 
-gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr) {
+gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **out) {
+  GC_ON_DEVICE(comm, buffer_alloc_impl(comm, bytes, on_device, out));
+}
+
+static gc_result_t buffer_free_impl(gc_comm_t comm, void *ptr) {
   GC_CHECK(gc__comm_check(comm));
   if (!ptr) return GC_SUCCESS;
   if (comm->device < 0) {
@@ -51,7 +55,11 @@ gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr) {
   return GC_SUCCESS;
 }
 
-gc_result_t gc_memcpy(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
+gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr) {
+  GC_ON_DEVICE(comm, buffer_free_impl(comm, ptr));
+}
+
+static gc_result_t memcpy_impl(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
   GC_CHECK(gc__comm_check(comm));
   if (bytes == 0) return GC_SUCCESS;
   if (!dst || !src) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_memcpy: NULL pointer");
@@ -64,7 +72,11 @@ gc_result_t gc_memcpy(gc_comm_t comm, void *dst, const void *src, size_t bytes) 
   return GC_SUCCESS;
 }
 
-gc_result_t gc_fill_random(gc_comm_t comm, void *buf, size_t count, gc_dtype_t dtype, uint64_t seed) {
+gc_result_t gc_memcpy(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
+  GC_ON_DEVICE(comm, memcpy_impl(comm, dst, src, bytes));
+}
+
+static gc_result_t fill_random_impl(gc_comm_t comm, void *buf, size_t count, gc_dtype_t dtype, uint64_t seed) {
   GC_CHECK(gc__comm_check(comm));
   if (!gc__dtype_valid(dtype)) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_fill_random: bad dtype %d", (int)dtype);
   if (count == 0) return GC_SUCCESS;
@@ -79,4 +91,8 @@ gc_result_t gc_fill_random(gc_comm_t comm, void *buf, size_t count, gc_dtype_t d
   }
   for (size_t i = 0; i < count; i++) gc__store_double(buf, i, dtype, gc__random_value(seed, i, dtype));
   return GC_SUCCESS;
+}
+
+gc_result_t gc_fill_random(gc_comm_t comm, void *buf, size_t count, gc_dtype_t dtype, uint64_t seed) {
+  GC_ON_DEVICE(comm, fill_random_impl(comm, buf, count, dtype, seed));
 }

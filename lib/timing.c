@@ -93,7 +93,7 @@ destroy_events:
   return r;
 }
 
-gc_result_t gc_time(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int warmup, int iters,
+static gc_result_t time_impl(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int warmup, int iters,
                     int graph, double *us_per_call) {
   GC_CHECK(gc__comm_check(comm));
   if (!fn || !us_per_call || iters <= 0 || warmup < 0)
@@ -110,4 +110,9 @@ gc_result_t gc_time(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int
   GC_CHECK(gc__boot_max_double(comm, &us));
   *us_per_call = us;
   return GC_SUCCESS;
+}
+
+gc_result_t gc_time(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int warmup, int iters,
+                    int graph, double *us_per_call) {
+  GC_ON_DEVICE(comm, time_impl(comm, fn, arg, stream, warmup, iters, graph, us_per_call));
 }

@@ -83,9 +83,11 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   }
 
   size_t staging = comm->tp.staging_bytes;
+  /* One allocation per rank: signals, then the push area, then staging; one IPC handle. */
   size_t sig_bytes = (sizeof(gc_ksignals_t) + 255) & ~(size_t)255;
+  size_t push_bytes = (sizeof(gc_kpush_t) + 255) & ~(size_t)255;
   char *base = NULL;
-  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + staging));
+  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + push_bytes + staging));
   GC_CUDA_CHECK(comm, cudaMemset(base, 0, sig_bytes));
   GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
 
@@ -111,7 +113,8 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   }
   for (int p = 0; p < n; p++) {
     tp->signals[p] = (uint32_t *)mapped[p];
-    tp->staging[p] = mapped[p] + sig_bytes;
+    tp->push[p] = mapped[p] + sig_bytes;
+    tp->staging[p] = mapped[p] + sig_bytes + push_bytes;
   }
 
   GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));
@@ -150,7 +153,7 @@ bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
 }
 
 /* gc_mem_alloc: collective; on a peer-to-peer communicator every rank maps every other's buffer. */
-gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out) {
+static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
   GC_CHECK(gc__comm_check(comm));
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: out is NULL");
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: bytes is 0");
@@ -194,6 +197,10 @@ gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out) {
   return GC_SUCCESS;
 }
 
+gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out) {
+  GC_ON_DEVICE(comm, mem_alloc_impl(comm, bytes, out));
+}
+
 static void symmetric_release(gc_comm_t comm, gc__symmetric_t *s) {
   if (s->device) {
     if (comm->p2p_ready) unmap(comm, s->base);
@@ -204,7 +211,7 @@ static void symmetric_release(gc_comm_t comm, gc__symmetric_t *s) {
   free(s);
 }
 
-gc_result_t gc_mem_free(gc_comm_t comm, void *ptr) {
+static gc_result_t mem_free_impl(gc_comm_t comm, void *ptr) {
   GC_CHECK(gc__comm_check(comm));
   if (!ptr) return GC_SUCCESS;
   for (gc__symmetric_t **link = &comm->symmetric; *link; link = &(*link)->next) {
@@ -218,6 +225,10 @@ gc_result_t gc_mem_free(gc_comm_t comm, void *ptr) {
     return GC_SUCCESS;
   }
   return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_free: %p was not returned by gc_mem_alloc", ptr);
+}
+
+gc_result_t gc_mem_free(gc_comm_t comm, void *ptr) {
+  GC_ON_DEVICE(comm, mem_free_impl(comm, ptr));
 }
 
 void gc__symmetric_release_all(gc_comm_t comm) {

@@ -1,0 +1,128 @@
+// push.cu — small collectives through the push areas: each rank writes what others need straight
+// into their push area (the slot of its block, its rank and the parity of the block's epoch), one
+// barrier, then every rank finishes from local memory. No copy-in, no closing barrier: a slot is
+// written again only two epochs on, after a barrier that needs its reader to have finished.
+#include "common.cuh"
+
+namespace gc {
+
+// Bytes [u*16, u*16 + 16) of a part of `len` bytes as one 16-byte word (zero past the end).
+__device__ __forceinline__ uint4 load_unit(const char *part, size_t len, size_t u) {
+  const size_t at = u * 16;
+  if (at + 16 <= len && aligned16(part)) return *(const uint4 *)(part + at);
+  uint4 w = make_uint4(0, 0, 0, 0);
+  for (size_t b = 0; b < 16 && at + b < len; b++) ((char *)&w)[b] = part[at + b];
+  return w;
+}
+
+__device__ __forceinline__ void store_unit(char *part, size_t len, size_t u, uint4 w) {
+  const size_t at = u * 16;
+  if (at + 16 <= len && aligned16(part)) {
+    *(uint4 *)(part + at) = w;
+    return;
+  }
+  for (size_t b = 0; b < 16 && at + b < len; b++) part[at + b] = ((const char *)&w)[b];
+}
+
+__device__ __forceinline__ unsigned char *slot(const gc_kpush_t *area, int par, int src) {
+  return (unsigned char *)&area->data[par][blockIdx.x][src][threadIdx.x * 16];
+}
+
+// All-gather (every rank pushes its part) or broadcast (root pushes), `part` bytes per rank.
+__global__ void GC_LAUNCH_BOUNDS push_gather_kernel(const gc_kargs_t a, int broadcast) {
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank, par = sync.epoch & 1;
+  const size_t es = dtype_size(a.dtype), part = a.count * es, u = global_thread();
+  const bool active = u * 16 < part;
+  if (active && (!broadcast || me == a.root)) {
+    uint4 w = load_unit((const char *)a.send, part, u);
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) *(uint4 *)slot(a.peers.push[p], par, me) = w;
+  }
+  if (!sync.barrier()) return;
+  if (active) {
+    const gc_kpush_t *mine = a.peers.push[me];
+    if (broadcast) {
+      store_unit((char *)a.recv, part, u, *(const uint4 *)slot(mine, par, a.root));
+    } else {
+      for (int q = 0; q < n; q++) store_unit((char *)a.recv + q * part, part, u, *(const uint4 *)slot(mine, par, q));
+    }
+  }
+  sync.done();
+}
+
+// Reduce-scatter of contiguous parts (region[q].width elements at region[q].in_offset of every
+// rank's send): rank r pushes its piece of part q to rank q; each rank reduces its part locally.
+template <typename T, typename A, int OPK>
+__global__ void GC_LAUNCH_BOUNDS push_reducescatter_kernel(const gc_kargs_t a) {
+  constexpr int E = 16 / sizeof(T);
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank, par = sync.epoch & 1;
+  const size_t u = global_thread();
+#pragma unroll
+  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++) {
+    if (q >= n) break;
+    const size_t len = a.region[q].width * sizeof(T);
+    if (u * 16 < len)
+      *(uint4 *)slot(a.peers.push[q], par, me) = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), len, u);
+  }
+  if (!sync.barrier()) return;
+  const size_t width = a.region[me].width, first = u * E;
+  if (first < width) {
+    const gc_kpush_t *mine = a.peers.push[me];
+    Pack<T, true> v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)slot(mine, par, p);
+    A acc[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
+#pragma unroll
+    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n)
+#pragma unroll
+        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    const int valid = (int)min((size_t)E, width - first);
+    if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) store_at<T, A, true>(a, first, acc, a.recv, true);
+    else
+      for (int e = 0; e < valid; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
+  }
+  sync.done();
+}
+
+static dim3 push_grid(size_t bytes) { return dim3((unsigned)((bytes + GC_PUSH_BLOCK_BYTES - 1) / GC_PUSH_BLOCK_BYTES)); }
+
+template <typename T, typename A, int OPK>
+static cudaError_t launch_rs(const gc_kargs_t *a, size_t most, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = launch_config(a, s, attr);
+  cfg.gridDim = push_grid(most * sizeof(T));
+  cfg.blockDim = dim3(GC_KTHREADS);
+  return cudaLaunchKernelEx(&cfg, push_reducescatter_kernel<T, A, OPK>, *a);
+}
+
+}  // namespace gc
+
+extern "C" int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  cfg.gridDim = gc::push_grid(a->count * gc::dtype_size(a->dtype));
+  cfg.blockDim = dim3(GC_KTHREADS);
+  return cudaLaunchKernelEx(&cfg, gc::push_gather_kernel, *a, broadcast);
+}
+
+extern "C" int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t s) {
+  size_t most = 0;
+  for (int q = 0; q < a->peers.nranks; q++) most = a->region[q].width > most ? a->region[q].width : most;
+  bool sum = a->op == GC_SUM;
+  switch (a->dtype) {
+#define GC__CASE(code, T, A) \
+  case code: return sum ? gc::launch_rs<T, A, gc::OPK_SUM>(a, most, s) : gc::launch_rs<T, A, gc::OPK_ANY>(a, most, s);
+    GC_REDUCE_DTYPES(GC__CASE)
+#undef GC__CASE
+  }
+  return cudaErrorInvalidValue;
+}
