@@ -8,7 +8,7 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/tune_blocks.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 64K,1M,16M,128M on GPUs, 4K,64K on host buffers
   OUTDIR  where tune_blocks.csv goes (default tune-results)
-  coll=allreduce  algos=oneshot,twoshot (host: auto)  blocks=1,2,4,8,16,24,32,48,64
+  coll=allreduce  algos=oneshot,twoshot,twoshot_push (host: auto)  blocks=1,2,4,8,16,24,32,48,64
   dtype=float32  iters=20  warmup=5  graph=1  host=0
 Prints one row per (size, algo, max_blocks) and the best block count of each (size, algo).
 ]]
@@ -23,7 +23,7 @@ local n, rank = comm.size, comm.rank
 local on_gpu = util.all_gpu(comm)
 local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "64K,1M,16M,128M" or "4K,64K"))
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot" or "auto"))
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot,twoshot_push" or "auto"))
 local coll, dtype = opts.coll, opts.dtype
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
 local blocks = {}

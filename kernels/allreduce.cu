@@ -116,8 +116,16 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   const bool plain = is_plain<T, A>(a, pub);
   for (size_t j = global_thread(); j < sn; j += 2 * G)
     reduce_two<T, A, OPK, true>(a, (s0 + j) * E, (s0 + j + G) * E, j + G < sn, pub, plain);
-  reduce_tail<T, A, OPK>(a, packs * E);
+  // The tail (< E elements) is reduced by every rank, but stored only after the barrier: in place
+  // on symmetric buffers, our output is a peer's input until then.
+  const size_t ti = packs * E + global_thread();
+  A tail = A();
+  if (ti < a.count) {
+    tail = to_acc<A>(((const T *)a.in[0])[ti]);
+    for (int p = 1; p < n; p++) tail = combine<A, OPK>(tail, to_acc<A>(((const T *)a.in[p])[ti]), a.op);
+  }
   if (!sync.barrier()) return;  // every slice is published
+  if (ti < a.count) finish<T, A>(tail, ti, a.ep, a.op, n, a.recv);
 
   // Gather: the j-th pack of every owner's slice is loaded before any is stored, so n loads
   // from n different GPUs are in flight per thread.
@@ -146,6 +154,103 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   sync.done();
 }
 
+// Two-shot by writes. a.in[r] is rank r's inbox (staging), a.pub[r] where rank r's output is
+// assembled (its symmetric recv, or its staging); a.send this rank's input. Packs are 16 bytes of
+// input, the last one partial; rank q owns the packs of slice q.
+//   1. every rank writes slice q of its input into rank q's inbox, row `rank`;
+//   2. barrier; rank q reduces its inbox rows in rank order and writes the result into every
+//      rank's pub, at the slice's place;
+//   3. barrier; ranks whose pub is not their output copy it there (local).
+// No closing barrier: peers write our inbox and pub again only after the next call's first
+// barrier, which we reach only when done with this call.
+__device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned char *src, size_t len) {
+  if (len == 16) *(uint4 *)dst = *(const uint4 *)src;
+  else if (len == 8) *(uint2 *)dst = *(const uint2 *)src;
+  else if (len == 4) *(uint32_t *)dst = *(const uint32_t *)src;
+  else
+    for (size_t b = 0; b < len; b++) dst[b] = src[b];
+}
+
+template <typename T, typename A, int OPK>
+__global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
+  constexpr int E = 16 / sizeof(T);
+  using P = Pack<T, true>;
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank;
+  const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype), opb = E * os;
+  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16, row = (packs + n - 1) / n;
+  const size_t G = grid_threads(), gt = global_thread();
+  const char *send = (const char *)a.send;
+
+  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`.
+  for (int q = 0; q < n; q++) {
+    size_t q0, qn;
+    slice_of(packs, n, q, &q0, &qn);
+    unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
+    for (size_t j = gt; j < qn; j += G) {
+      size_t at = (q0 + j) * 16;
+      uint4 w = make_uint4(0, 0, 0, 0);
+      if (at + 16 <= in_bytes && aligned16(send)) w = *(const uint4 *)(send + at);
+      else
+        for (size_t b = 0; b < 16 && at + b < in_bytes; b++) ((char *)&w)[b] = send[at + b];
+      *(uint4 *)(inbox + j * 16) = w;
+    }
+  }
+  if (!sync.barrier()) return;
+
+  // 2. reduce our slice from the inbox (local), write the result to every rank.
+  size_t s0, sn;
+  slice_of(packs, n, me, &s0, &sn);
+  const unsigned char *inbox = (const unsigned char *)a.in[me];
+  const bool plain = is_plain<T, A>(a, a.pub[me]);
+  for (size_t j = gt; j < sn; j += G) {
+    P v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)(inbox + ((size_t)p * row + j) * 16);
+    A acc[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
+#pragma unroll
+    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n)
+#pragma unroll
+        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    const size_t first = (s0 + j) * E;
+    const int valid = (int)min((size_t)E, a.count - first);
+    alignas(16) unsigned char out[64];  // E results in the output dtype (at most 8 x 8 bytes)
+    if (plain) {
+#pragma unroll
+      for (int e = 0; e < E; e++) ((T *)out)[e] = from_acc<T>(acc[e]);
+    } else {
+      for (int e = 0; e < valid; e++) finish_at<T, A>(acc[e], first + e, a.ep, a.op, n, out, e);
+    }
+    const size_t bytes = valid == E ? opb : valid * os;
+#pragma unroll
+    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+      if (p < n) put_bytes((unsigned char *)a.pub[p] + first * os, out, bytes);
+  }
+  if (!sync.barrier()) return;
+
+  // 3. our pub holds every slice; copy it to the output unless it is the output.
+  if (a.pub[me] != a.recv) {
+    for (int q = 0; q < n; q++) {
+      size_t q0, qn;
+      slice_of(packs, n, q, &q0, &qn);
+      for (size_t j = gt; j < qn; j += G) {
+        const size_t first = (q0 + j) * E, bytes = min((size_t)E, a.count - first) * os;
+        const unsigned char *src = (const unsigned char *)a.pub[me] + first * os;
+        unsigned char *dst = (unsigned char *)a.recv + first * os;
+        if (bytes == 16 && aligned16(dst)) *(uint4 *)dst = *(const uint4 *)src;
+        else
+          for (size_t b = 0; b < bytes; b++) dst[b] = src[b];
+      }
+    }
+  }
+  sync.done();
+}
+
 template <typename T, typename A, int OPK>
 static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
@@ -157,6 +262,7 @@ static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) 
     cfg.blockDim = dim3(GC_KTHREADS);
     return cudaLaunchKernelEx(&cfg, push_kernel<T, A, OPK>, *a);
   }
+  if (algo == GC_KALGO_TWOSHOT_PUSH) return cudaLaunchKernelEx(&cfg, twoshot_push_kernel<T, A, OPK>, *a);
   // Vector packs need 16-byte aligned inputs (shared by all ranks: staging or symmetric at the
   // same offset) and a publish area alike; the local output may be unaligned.
   bool shared_aligned = true;

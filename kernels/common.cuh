@@ -133,21 +133,29 @@ __device__ __forceinline__ A combine(A acc, A x, int op) {
 
 // The epilogue on one accumulated value of element i, stored into out[i] in ep.out_dtype.
 // Separate multiply and add (no FMA contraction) so the host's MPI path rounds identically.
+// finish_at reads the add vector at element i and stores at out[o] (they differ when the result
+// goes to a staging slot rather than to the output itself).
 template <typename T, typename A>
-__device__ __forceinline__ void finish(A acc, size_t i, const gc_kepilogue_t &ep, int op, int nranks, void *out) {
+__device__ __forceinline__ void finish_at(A acc, size_t i, const gc_kepilogue_t &ep, int op, int nranks, void *out,
+                                          size_t o) {
   if constexpr (sizeof(A) == 8 && !std::is_floating_point<A>::value) {
     if (op == GC_AVG) acc = acc / nranks;
     if (ep.add) acc = op_sum(acc, (A)((const T *)ep.add)[i]);
-    ((T *)out)[i] = (T)acc;
+    ((T *)out)[o] = (T)acc;
   } else if constexpr (std::is_same<A, double>::value) {
     if (ep.apply_scale) acc = __dmul_rn(acc, ep.scale);
     if (ep.add) acc = __dadd_rn(acc, ((const double *)ep.add)[i]);
-    store_double(out, i, ep.out_dtype, acc);
+    store_double(out, o, ep.out_dtype, acc);
   } else {
     if (ep.apply_scale) acc = __fmul_rn(acc, (float)ep.scale);
     if (ep.add) acc = __fadd_rn(acc, to_acc<float>(((const T *)ep.add)[i]));
-    store_float(out, i, ep.out_dtype, acc);
+    store_float(out, o, ep.out_dtype, acc);
   }
+}
+
+template <typename T, typename A>
+__device__ __forceinline__ void finish(A acc, size_t i, const gc_kepilogue_t &ep, int op, int nranks, void *out) {
+  finish_at<T, A>(acc, i, ep, op, nranks, out, i);
 }
 
 // Reduces the pack at element `el` over every rank's input, in rank order 0..n-1, so every rank

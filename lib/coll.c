@@ -123,6 +123,28 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     return launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
   }
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
+    /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
+     * chunk's n inbox rows (ceil(packs / n) packs each) fit half the staging area. */
+    int out_sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
+    size_t chunk_packs = staging_half(comm) / 16 / n * n;
+    size_t chunk = chunk_packs * 16 / es;
+    if (!out_sym && chunk > staging_half(comm) / os) chunk = (staging_half(comm) / os) & ~(size_t)15;
+    gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+    for (size_t c0 = 0; c0 < count; c0 += chunk) {
+      size_t cn = count - c0 < chunk ? count - c0 : chunk;
+      for (int r = 0; r < n; r++) {
+        a.in[r] = staging_in(comm, r);
+        a.pub[r] = out_sym ? (char *)sym_out[r] + c0 * os : staging_pub(comm, r);
+      }
+      a.send = (const char *)send + c0 * es;
+      a.recv = (char *)recv + c0 * os;
+      a.count = cn;
+      a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
+      GC_CHECK(launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce"));
+    }
+    return GC_SUCCESS;
+  }
   /* One-shot in place on a symmetric buffer would overwrite data peers are still reading. */
   int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in) && !(send == recv && plan->algo == GC_ALGO_ONESHOT);
   int out_sym = plan->algo == GC_ALGO_TWOSHOT && gc__symmetric_lookup(comm, recv, count * os, sym_out);

@@ -26,11 +26,11 @@ typedef struct {
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLGATHER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_BROADCAST, 1, 2, ANY, GC_ALGO_ONESHOT, 132},
@@ -80,9 +80,11 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
                      gc_algo_name(algo));
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
-  if (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && algo == GC_ALGO_TWOSHOT) {
+  if ((coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && algo == GC_ALGO_TWOSHOT) ||
+      (coll != GC_COLL_ALLREDUCE && algo == GC_ALGO_TWOSHOT_PUSH)) {
     if (explicit_algo)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no two-shot algorithm (use oneshot or mpi)", gc__coll_name(coll));
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
+                     gc_algo_name(algo));
     algo = GC_ALGO_ONESHOT;
   }
   int cap = row ? row->max_blocks : 132;

@@ -80,11 +80,11 @@ static const size_t sizes[] = {1, 7, 4099, 65537, 1048577, 8388608};
 
 static void test_forced_algorithms(void) {
   if (!need_p2p("forced algorithms")) return;
-  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH};
   size_t maxn = sizes[sizeof sizes / sizeof sizes[0] - 1];
   void *a = gc_test_alloc(maxn * 4), *b = gc_test_alloc(maxn * 4);
   int salt = 100;
-  for (size_t ai = 0; ai < 2; ai++)
+  for (size_t ai = 0; ai < 3; ai++)
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       gc_options_t o = GC_OPTIONS_INIT;
       o.algo = algos[ai];
@@ -107,7 +107,7 @@ static void test_symmetric_zero_copy(void) {
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &a));
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &b));
   int salt = 200;
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     check_allreduce(gc_test_comm, "symmetric out-of-place bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
@@ -145,7 +145,7 @@ static void test_small_staging_chunks(void) {
   GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
   size_t n = 1048576 + 3;
   void *a = gc_test_alloc(n * 4 * gc_test_size), *b = gc_test_alloc(n * 4 * gc_test_size);
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     check_allreduce(c, "chunked f32 sum", a, b, n, GC_FLOAT32, GC_SUM, &o, 400 + algo);
@@ -184,7 +184,7 @@ static void test_fused_epilogue(void) {
   size_t n = 262147;
   void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4), *add = gc_test_alloc(n * 4);
   gc_test_fill(add, n, GC_BFLOAT16, -1, 500);
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     o.scale = 0.5;

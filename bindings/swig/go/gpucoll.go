@@ -63,11 +63,12 @@ type Algo int32
 
 // The algorithms (gc_algo_t).
 var (
-	AlgoAuto     = Algo(raw.GC_ALGO_AUTO)
-	AlgoOneShot  = Algo(raw.GC_ALGO_ONESHOT)
-	AlgoTwoShot  = Algo(raw.GC_ALGO_TWOSHOT)
-	AlgoMPI      = Algo(raw.GC_ALGO_MPI)
-	AlgoMultimem = Algo(raw.GC_ALGO_MULTIMEM)
+	AlgoAuto        = Algo(raw.GC_ALGO_AUTO)
+	AlgoOneShot     = Algo(raw.GC_ALGO_ONESHOT)
+	AlgoTwoShot     = Algo(raw.GC_ALGO_TWOSHOT)
+	AlgoTwoShotPush = Algo(raw.GC_ALGO_TWOSHOT_PUSH)
+	AlgoMPI         = Algo(raw.GC_ALGO_MPI)
+	AlgoMultimem    = Algo(raw.GC_ALGO_MULTIMEM)
 )
 
 func (a Algo) String() string { return raw.Gc_algo_name(raw.Enum_SS_gc_algo(a)) }
