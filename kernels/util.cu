@@ -54,13 +54,17 @@ static int grid_for(size_t count) {
 
 }  // namespace gc
 
+// The <<<>>> launches report through cudaGetLastError, so an earlier, unrelated failure of the
+// caller's (a refused allocation, say) is cleared first rather than blamed on this launch.
 extern "C" int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t s) {
+  (void)cudaGetLastError();
   gc::fill_random_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(buf, count, dtype, seed);
   return cudaGetLastError();
 }
 
 extern "C" int gc_kernel_epilogue(void *out, const void *in, size_t count, int in_dtype, const gc_kepilogue_t *ep,
                                   cudaStream_t s) {
+  (void)cudaGetLastError();
   gc::epilogue_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(out, in, count, in_dtype, *ep);
   return cudaGetLastError();
 }

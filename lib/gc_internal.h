@@ -90,9 +90,11 @@ GC_HIDDEN void gc__clear_error(gc_comm_t comm);
 #define GC_CUDA_CHECK(comm, call)                                                       \
   do {                                                                                  \
     cudaError_t gc_e_ = (call);                                                         \
-    if (gc_e_ != cudaSuccess)                                                           \
+    if (gc_e_ != cudaSuccess) {                                                         \
+      (void)cudaGetLastError(); /* a failed allocation must not fail the next launch */ \
       return GC_FAIL((comm), GC_ERR_CUDA, "%s failed: %s (%s)", #call,                  \
                      cudaGetErrorString(gc_e_), cudaGetErrorName(gc_e_));               \
+    }                                                                                   \
   } while (0)
 
 /* MPI return codes; the communicators gpucoll uses are set to MPI_ERRORS_RETURN. */

@@ -290,6 +290,21 @@ static void test_forced_timeout(void) {
   CU_ASSERT(r == GC_SUCCESS || (gc_test_rank == 0 && r == GC_ERR_TIMEOUT));
 }
 
+/* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
+ * report it as its own failure (seen through gpucoll-lua on the GPU host). */
+static void test_failed_alloc_then_launch(void) {
+  if (!gc_test_on_gpu) {
+    gc_test_note("failed allocation then launch: needs --gpu; skipped");
+    return;
+  }
+  void *huge = NULL;
+  CU_ASSERT_EQUAL(gc_buffer_alloc(gc_test_comm, (size_t)1 << 50, 0, &huge), GC_ERR_CUDA);
+  CU_ASSERT_PTR_NULL(huge);
+  void *d = gc_test_alloc(4096);
+  GC_TEST_OK(gc_fill_random(gc_test_comm, d, 1024, GC_FLOAT32, 7));
+  gc_test_free(d);
+}
+
 void gc_test_suite_p2p(void) {
   static const gc_test_case_t tests[] = {
       {"forced algorithms", test_forced_algorithms},
@@ -298,6 +313,7 @@ void gc_test_suite_p2p(void) {
       {"fused epilogue", test_fused_epilogue},
       {"pdl", test_pdl},
       {"graph capture and replay", test_graph_capture},
+      {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},
       {NULL, NULL},
   };
