@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
-# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 bench benchfull lua python
+# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 bench algos benchfull lua python
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,6 +51,11 @@ for s in "${@:-build tests bench}"; do
       for c in allreduce reducescatter allgather broadcast; do
         step bench4_$c 120 $mpirun -np 4 "$build/bench/gpucoll-bench" $c --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
         grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
+      done ;;
+    algos)  # every all-reduce algorithm forced, beside NCCL: the data behind the dispatch table
+      for a in oneshot twoshot twoshot_push; do
+        step algo4_$a 60 $mpirun -np 4 "$build/bench/gpucoll-bench" allreduce -a $a --vs nccl -G 1 -d bfloat16 -b 64K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$a.csv"
+        grep -vE "^#( |$)" "$logs/algo4_$a.log" | tail -10
       done ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
                tail -40 "$logs/benchfull.log" ;;
