@@ -163,10 +163,13 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
 //   3. barrier; ranks whose pub is not their output copy it there (local).
 // No closing barrier: peers write our inbox and pub again only after the next call's first
 // barrier, which we reach only when done with this call.
+// The destination may sit at any offset (a symmetric output at an unaligned offset), so a wide
+// store is used only where dst is aligned for it.
 __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned char *src, size_t len) {
-  if (len == 16) *(uint4 *)dst = *(const uint4 *)src;
-  else if (len == 8) *(uint2 *)dst = *(const uint2 *)src;
-  else if (len == 4) *(uint32_t *)dst = *(const uint32_t *)src;
+  const uintptr_t at = (uintptr_t)dst;
+  if (len == 16 && (at & 15) == 0) *(uint4 *)dst = *(const uint4 *)src;
+  else if (len == 8 && (at & 7) == 0) *(uint2 *)dst = *(const uint2 *)src;
+  else if (len == 4 && (at & 3) == 0) *(uint32_t *)dst = *(const uint32_t *)src;
   else
     for (size_t b = 0; b < len; b++) dst[b] = src[b];
 }

@@ -20,17 +20,21 @@ typedef struct {
 #define MB ((size_t)1 << 20)
 #define ANY SIZE_MAX
 
-/* First matching row wins. The one-shot / two-shot crossovers are first estimates from the
- * bytes each rank pulls over NVLink (one-shot: (n-1) x size; two-shot: 2 (n-1)/n x size) against
- * one more barrier; bench/results/ has the measurements that confirm or move them. */
+/* First matching row wins. All-reduce rows come from bench/results/ (4 x H200, bf16, graph
+ * replay, each algorithm forced, NCCL beside it): one-shot up to 256 KB is the push kernel
+ * (3.8-7.9 us); from 1 MB to 1 GB two-shot by reads beats two-shot by writes (4 MB: 31.3 vs
+ * 33.5 us; 1 GB: 4890 vs 6680 us), which wins at 1 MB (14.5 vs 15.6 us). On 2 GPUs two-shot by
+ * writes beat NCCL up to 64 MB. 5-8 GPUs: not measured (no 8-GPU host yet); the 4-GPU choices
+ * with the one-shot limit halved, as each rank pulls (n-1) x size. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLGATHER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_BROADCAST, 1, 2, ANY, GC_ALGO_ONESHOT, 132},

@@ -57,6 +57,9 @@ for s in "${@:-build tests bench}"; do
         step algo4_$a 60 $mpirun -np 4 "$build/bench/gpucoll-bench" allreduce -a $a --vs nccl -G 1 -d bfloat16 -b 64K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$a.csv"
         grep -vE "^#( |$)" "$logs/algo4_$a.log" | tail -10
       done ;;
+    p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
+    bcast1) step bcast4_oneshot 60 $mpirun -np 4 "$build/bench/gpucoll-bench" broadcast -a oneshot --vs nccl -G 1 -d bfloat16 -b 256K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/bcast4_oneshot.csv"
+            grep -vE "^#( |$)" "$logs/bcast4_oneshot.log" | tail -8 ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
                tail -40 "$logs/benchfull.log" ;;
     lua) step lua_sweep 300 $mpirun -np 4 "$build/bindings/lua/gpucoll-lua" run examples/sweep.lua out="$logs/sweep"
