@@ -51,19 +51,8 @@ __global__ void GC_LAUNCH_BOUNDS push_kernel(const gc_kargs_t a) {
   }
   if (!sync.barrier()) return;  // release/acquire: every rank's pack is in our push area
   if (valid) {
-    const gc_kpush_t *mine = a.peers.push[me];
-    P v[GC_MAX_LOCAL_RANKS];
-#pragma unroll
-    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)&mine->data[par][b][p][slot];
     A acc[E];
-#pragma unroll
-    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
-#pragma unroll
-    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n)
-#pragma unroll
-        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    reduce_local<T, A, OPK>(&a.peers.push[me]->data[par][b][0][slot], GC_PUSH_BLOCK_BYTES, n, a.op, acc);
     if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) {
       store_at<T, A, true>(a, first, acc, a.recv, true);
     } else {
@@ -177,7 +166,6 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   constexpr int E = 16 / sizeof(T);
-  using P = Pack<T, true>;
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
@@ -208,18 +196,8 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   const unsigned char *inbox = (const unsigned char *)a.in[me];
   const bool plain = is_plain<T, A>(a, a.pub[me]);
   for (size_t j = gt; j < sn; j += G) {
-    P v[GC_MAX_LOCAL_RANKS];
-#pragma unroll
-    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)(inbox + ((size_t)p * row + j) * 16);
     A acc[E];
-#pragma unroll
-    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
-#pragma unroll
-    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n)
-#pragma unroll
-        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    reduce_local<T, A, OPK>(inbox + j * 16, row * 16, n, a.op, acc);
     const size_t first = (s0 + j) * E;
     const int valid = (int)min((size_t)E, a.count - first);
     alignas(16) unsigned char out[64];  // E results in the output dtype (at most 8 x 8 bytes)

@@ -176,6 +176,25 @@ __device__ __forceinline__ void reduce_at(const gc_kargs_t &a, size_t el, A (&ac
       for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
 }
 
+// The same for n packs already gathered in local memory, at base, base + stride, ...: the push
+// kernels' inboxes.
+template <typename T, typename A, int OPK>
+__device__ __forceinline__ void reduce_local(const unsigned char *base, size_t stride, int n, int op,
+                                             A (&acc)[16 / sizeof(T)]) {
+  constexpr int E = 16 / sizeof(T);
+  Pack<T, true> v[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+  for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+    if (p < n) *(uint4 *)v[p].v = *(const uint4 *)(base + p * stride);
+#pragma unroll
+  for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
+#pragma unroll
+  for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+    if (p < n)
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), op);
+}
+
 // True when results go out as they are: no epilogue, no cast, no integer average, and an output
 // the pack can be stored to in one access.
 template <typename T, typename A>

@@ -72,19 +72,8 @@ __global__ void GC_LAUNCH_BOUNDS push_reducescatter_kernel(const gc_kargs_t a) {
   if (!sync.barrier()) return;
   const size_t width = a.region[me].width, first = u * E;
   if (first < width) {
-    const gc_kpush_t *mine = a.peers.push[me];
-    Pack<T, true> v[GC_MAX_LOCAL_RANKS];
-#pragma unroll
-    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n) *(uint4 *)v[p].v = *(const uint4 *)slot(mine, par, p);
     A acc[E];
-#pragma unroll
-    for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
-#pragma unroll
-    for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n)
-#pragma unroll
-        for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
+    reduce_local<T, A, OPK>(slot(a.peers.push[me], par, 0), GC_PUSH_BLOCK_BYTES, n, a.op, acc);
     const int valid = (int)min((size_t)E, width - first);
     if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) store_at<T, A, true>(a, first, acc, a.recv, true);
     else
