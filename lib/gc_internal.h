@@ -26,8 +26,7 @@
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
-  XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")  \
-  XX(TUNE_FILE, "GC_TUNE_FILE", "", "dispatch table file to load at init (written by the tuner)")
+  XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
 
 typedef enum gc__param {
 #define GC__PARAM_ENUM(id, env, def, doc) GC_PARAM_##id,

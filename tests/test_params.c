@@ -27,8 +27,7 @@ static void test_every_knob(void) {
   /* the knobs the design names, whatever the list says */
   static const char *const required[] = {"GC_DEBUG", "GC_DEBUG_SUBSYS", "GC_ALGO", "GC_MAX_BLOCKS",
                                          "GC_TIMEOUT_MS", "GC_LOCAL_SIZE", "GC_STAGING_BYTES",
-                                         "GC_MPI_CHUNK_BYTES", "GC_CUDA_AWARE", "GC_MULTIMEM",
-                                         "GC_TUNE_FILE"};
+                                         "GC_MPI_CHUNK_BYTES", "GC_CUDA_AWARE", "GC_MULTIMEM"};
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
     if (!row_of(t, required[i])) fprintf(stderr, "params table lacks %s\n", required[i]);
     CU_ASSERT_PTR_NOT_NULL(row_of(t, required[i]));
