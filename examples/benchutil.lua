@@ -85,8 +85,14 @@ function M.agree(comm, v)
 end
 
 --- True when every rank has a GPU (device buffers and kernels usable everywhere).
+-- GC_LUA_REQUIRE_GPU=1 (the gpu-labelled tests set it) turns "no GPU here" into an error, so a
+-- GPU test cannot pass quietly on host buffers.
 function M.all_gpu(comm)
-  return M.sum_all(comm, comm.device >= 0 and 1 or 0) == comm.size
+  local all = M.sum_all(comm, comm.device >= 0 and 1 or 0) == comm.size
+  if not all and os.getenv("GC_LUA_REQUIRE_GPU") == "1" then
+    error("GC_LUA_REQUIRE_GPU=1 but not every rank has a GPU", 2)
+  end
+  return all
 end
 
 -- nccl-tests' conventions: size is the bytes of the larger buffer, busbw scales algbw so that

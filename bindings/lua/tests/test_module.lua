@@ -12,6 +12,8 @@ local comm <close> = assert(gpucoll.comm { use_gpu = use_gpu })
 local rank, size = comm.rank, comm.size
 local host_only = comm.device < 0
 local where = host_only and "host" or "device"
+-- The GPU run must not pass quietly on host buffers.
+if use_gpu and host_only then error("gpu=1 but this rank has no GPU: run it on a GPU host") end
 local passed, failed = 0, 0
 
 local function test(name, fn)
