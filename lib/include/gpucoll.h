@@ -23,6 +23,11 @@ extern "C" {
  *   slice of recv, as in NCCL). Any other overlap of send and recv is GC_ERR_INVALID_ARGUMENT.
  * - Every rank of a communicator must make the same sequence of collective calls with the same
  *   count, dtype, op, root and options; the launch configuration is chosen identically on all ranks.
+ *   All ranks pass the same kind of pointer (all device or all host) in one call, and zero-copy
+ *   needs every rank to pass the same offset into the same gc_mem_alloc buffer; a rank that breaks
+ *   this is not detected before its peers' waits time out (GC_TIMEOUT_MS).
+ * - The epilogue's add vector must hold the same values on every rank: the two-shot algorithms
+ *   apply the add vector of the rank that reduces each slice.
  * - Errors found on the device (a peer that never arrived within GC_TIMEOUT_MS) make the kernel
  *   exit and are reported by the next call on the communicator or by gc_synchronize as
  *   GC_ERR_TIMEOUT; the communicator must then be destroyed (or aborted).
