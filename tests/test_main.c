@@ -21,15 +21,11 @@ static const struct {
     {"types", gc_test_suite_types, 0},
     {"errors", gc_test_suite_errors, 0},
     {"params", gc_test_suite_params, 0},
-#ifdef GC_TEST_HAVE_COMM
     {"comm", gc_test_suite_comm, 1},
-#endif
     {"validation", gc_test_suite_validation, 1},
     {"allreduce", gc_test_suite_allreduce, 1},
     {"collectives", gc_test_suite_collectives, 1},
-#ifdef GC_TEST_HAVE_P2P
     {"p2p", gc_test_suite_p2p, 1},
-#endif
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 
