@@ -86,6 +86,12 @@ gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size
   return wait_bounded(comm, &req, "allgather");
 }
 
+gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->mpi, &req));
+  return wait_bounded(comm, &req, "broadcast");
+}
+
 gc_result_t gc__boot_barrier(gc_comm_t comm) {
   MPI_Request req;
   GC_MPI_CHECK(comm, MPI_Ibarrier(comm->mpi, &req));

@@ -107,6 +107,7 @@ static void comm_free(gc_comm_t comm) {
   gc__mpi_release(comm);
   gc__boot_destroy(comm);
   free(comm->algo_table_text);
+  free(comm->tuned);
   comm->magic = 0;
   free(comm);
 }

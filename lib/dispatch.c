@@ -77,6 +77,7 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem kernels are not built into gpucoll %s", gc_get_version());
   }
   const row_t *row = find_row(coll, comm->local_size, bytes);
+  if (algo == GC_ALGO_AUTO) algo = gc__tuned_algo(comm, coll, bytes);
   if (algo == GC_ALGO_AUTO) algo = comm->p2p_ready && row ? row->algo : GC_ALGO_MPI;
   if (algo != GC_ALGO_MPI && !comm->p2p_ready) {
     if (explicit_algo)
@@ -103,10 +104,12 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
   return GC_SUCCESS;
 }
 
-gc_result_t gc__dispatch_init(gc_comm_t comm) {
-  size_t cap = 4096, n = 0;
+gc_result_t gc__dispatch_init(gc_comm_t comm) { return gc__dispatch_describe(comm); }
+
+gc_result_t gc__dispatch_describe(gc_comm_t comm) {
+  size_t cap = 4096 + (size_t)comm->tuned_count * 80, n = 0;
   char *text = malloc(cap);
-  if (!text) return GC_FAIL(NULL, GC_ERR_SYSTEM, "out of host memory");
+  if (!text) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
   n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %s\n", "collective", "gpus", "up to bytes",
                         "algorithm", "max blocks");
   for (size_t i = 0; i < sizeof rows / sizeof rows[0] && n < cap; i++) {
@@ -120,7 +123,16 @@ gc_result_t gc__dispatch_init(gc_comm_t comm) {
                           algo, rows[i].max_blocks);
   }
   if (!comm->p2p_ready && n < cap)
-    snprintf(text + n, cap - n, "(this communicator has no peer-to-peer GPUs: every call takes the MPI path)\n");
+    n += (size_t)snprintf(text + n, cap - n, "(this communicator has no peer-to-peer GPUs: every call takes the MPI path)\n");
+  for (int i = 0; i < comm->tuned_count && n < cap; i++) {
+    const gc__tuned_t *t = &comm->tuned[i];
+    char upto[24];
+    if (t->max_bytes == ANY) snprintf(upto, sizeof upto, "any");
+    else snprintf(upto, sizeof upto, "%zu", t->max_bytes);
+    n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s tuned (first match wins)\n", gc__coll_name(t->coll),
+                          "this", upto, gc_algo_name(t->algo));
+  }
+  free(comm->algo_table_text);
   comm->algo_table_text = text;
   return GC_SUCCESS;
 }

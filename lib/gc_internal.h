@@ -152,6 +152,8 @@ struct gc_comm {
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
   size_t mpi_stage_bytes;
   char *algo_table_text;
+  struct gc__tuned *tuned; /* rows from gc_autotune / gc_tune_load, first match wins; NULL = none */
+  int tuned_count;
   char last_error[1024];
 };
 
@@ -204,6 +206,7 @@ GC_HIDDEN gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine,
                                                size_t bytes);
 GC_HIDDEN gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
+GC_HIDDEN gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root);
 GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
 GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
 GC_HIDDEN int gc__boot_query_cuda_aware(void);
@@ -237,6 +240,16 @@ typedef struct gc__plan {
 GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes,
                                    const gc_options_t *opts, gc__plan_t *plan);
 GC_HIDDEN gc_result_t gc__dispatch_init(gc_comm_t comm);
+/* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
+typedef struct gc__tuned {
+  gc__coll_t coll;
+  size_t max_bytes; /* SIZE_MAX: any larger size */
+  gc_algo_t algo;
+} gc__tuned_t;
+/* The tuned algorithm for (coll, bytes), or GC_ALGO_AUTO when nothing was tuned for it. */
+GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes);
+/* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
+GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);
 
 /* Pointer classification (memory.c). */

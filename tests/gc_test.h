@@ -92,6 +92,7 @@ void gc_test_suite_validation(void);
 void gc_test_suite_allreduce(void);
 void gc_test_suite_collectives(void);
 void gc_test_suite_p2p(void);
+void gc_test_suite_tune(void);
 
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;

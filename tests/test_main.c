@@ -26,6 +26,7 @@ static const struct {
     {"allreduce", gc_test_suite_allreduce, 1},
     {"collectives", gc_test_suite_collectives, 1},
     {"p2p", gc_test_suite_p2p, 1},
+    {"tune", gc_test_suite_tune, 1},
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 

@@ -295,6 +295,37 @@ static int m_sync(lua_State *L) {
   return 1;
 }
 
+/* comm:autotune([max_bytes [, dtype]]) — times every algorithm per collective up to max_bytes
+ * (default 64 MiB, float32) and makes the fastest the communicator's choice; collective. */
+static int m_autotune(lua_State *L) {
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  lua_Integer max_bytes = luaL_optinteger(L, 2, (lua_Integer)64 << 20);
+  luaL_argcheck(L, max_bytes > 0, 2, "max_bytes must be positive");
+  gc_dtype_t dtype = lua_isnoneornil(L, 3) ? GC_FLOAT32 : lgc_checkdtype(L, 3);
+  gc_result_t rc = gc_autotune(c->comm, (size_t)max_bytes, dtype);
+  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lua_pushstring(L, gc_comm_algo_table(c->comm));
+  return 1;
+}
+
+/* comm:tune_save(path), comm:tune_load(path), comm:tune_reset() — collective; true or nil, msg, code. */
+static int tune_file(lua_State *L, gc_result_t (*fn)(gc_comm_t, const char *)) {
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  gc_result_t rc = fn(c->comm, luaL_checkstring(L, 2));
+  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+static int m_tune_save(lua_State *L) { return tune_file(L, gc_tune_save); }
+static int m_tune_load(lua_State *L) { return tune_file(L, gc_tune_load); }
+static int m_tune_reset(lua_State *L) {
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  gc_result_t rc = gc_tune_reset(c->comm);
+  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* comm.peers: this rank's row of the peer matrix, indexed by local rank + 1. */
 static int push_peers(lua_State *L, lgc_comm_t *c) {
   int ls = 0;
@@ -779,6 +810,10 @@ static const luaL_Reg comm_methods[] = {
     {"broadcast", m_broadcast},
     {"time", m_time},
     {"sync", m_sync},
+    {"autotune", m_autotune},
+    {"tune_save", m_tune_save},
+    {"tune_load", m_tune_load},
+    {"tune_reset", m_tune_reset},
     {"nccl", m_nccl},
     {"close", m_close},
     {NULL, NULL}};

@@ -266,6 +266,21 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
 GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, size_t *length);
 
 /* ---------------------------------------------------------------------------------------------
+ * Autotuning. gc_autotune times every algorithm this communicator can run, for each collective at
+ * sizes 1 KB, 4 KB, ... up to max_bytes (dtype elements, graph replay on GPUs), and makes the
+ * fastest at each size the communicator's choice for the sizes up to it (the last for everything
+ * larger). Collective; rank 0's measurement (the maximum over ranks) decides and is broadcast, so
+ * every rank dispatches alike. Explicit per-call algorithms and GC_ALGO still win over it.
+ * gc_tune_save writes the tuned rows (rank 0 writes; collective); gc_tune_load reads a saved file
+ * on rank 0 and broadcasts it, refusing one made for another GPU count. gc_tune_reset goes back to
+ * the built-in table.
+ * ------------------------------------------------------------------------------------------- */
+GC_API gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype);
+GC_API gc_result_t gc_tune_save(gc_comm_t comm, const char *path);
+GC_API gc_result_t gc_tune_load(gc_comm_t comm, const char *path);
+GC_API gc_result_t gc_tune_reset(gc_comm_t comm);
+
+/* ---------------------------------------------------------------------------------------------
  * Memory. gc_mem_alloc is collective and symmetric: every rank asks for the same size, and the
  * collectives use such buffers in place (zero-copy) instead of copying through staging.
  * On a host-only rank it returns host memory. gc_mem_free is collective too.

@@ -415,6 +415,28 @@ class Comm:
         """Waits for `stream` and reports any error a kernel recorded (Timeout)."""
         _s.gc_synchronize(self._handle("synchronize"), _stream(stream, "synchronize"))
 
+    # -- tuning
+    def autotune(self, max_bytes=64 << 20, dtype="float32"):
+        """Times every algorithm per collective up to `max_bytes` and makes the fastest this
+        communicator's choice (collective). Returns the new dispatch table."""
+        code = _dtype_code_of(dtype)
+        if code is None:
+            raise ValueError("autotune: unknown dtype %r" % (dtype,))
+        _s.gc_autotune(self._handle("autotune"), int(max_bytes), code)
+        return self.algo_table
+
+    def tune_save(self, path):
+        """Writes the tuned rows to `path` (rank 0 writes; collective)."""
+        _s.gc_tune_save(self._handle("tune_save"), str(path))
+
+    def tune_load(self, path):
+        """Reads tuned rows saved by tune_save (rank 0 reads and broadcasts; collective)."""
+        _s.gc_tune_load(self._handle("tune_load"), str(path))
+
+    def tune_reset(self):
+        """Goes back to the built-in dispatch table."""
+        _s.gc_tune_reset(self._handle("tune_reset"))
+
     # -- collectives
     def _options(self, function, algo, max_blocks, pdl, scale, add, out_dtype, in_code, out_shape,
                  keep):

@@ -232,3 +232,19 @@ def test_error_classes_cover_every_code():
              if isinstance(cls, type) and issubclass(cls, gpucoll.Error) and cls is not gpucoll.Error}
     assert {"GC_ERR_INVALID_ARGUMENT", "GC_ERR_TIMEOUT", "GC_ERR_MPI", "GC_ERR_CUDA"} <= names
     assert gpucoll.Timeout.code == "GC_ERR_TIMEOUT" and issubclass(gpucoll.Timeout, gpucoll.Error)
+
+
+def test_autotune_save_load(comm, tmp_path_factory):
+    table = comm.autotune(16 * 1024, "float32")
+    assert "tuned" in table
+    # every rank must name the same file: rank 0's path, broadcast
+    from mpi4py import MPI
+    path = MPI.COMM_WORLD.bcast(str(tmp_path_factory.mktemp("tune") / "t.tune"), root=0)
+    comm.tune_save(path)
+    comm.tune_reset()
+    assert "tuned" not in comm.algo_table
+    comm.tune_load(path)
+    assert comm.algo_table == table
+    with pytest.raises(gpucoll.InvalidArgument):
+        comm.autotune(10)
+    comm.tune_reset()

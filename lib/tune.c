@@ -1,0 +1,233 @@
+/* tune.c — the autotuner: times each algorithm of each collective at a ladder of sizes and keeps
+ * the fastest as the communicator's dispatch rows; saves and loads those rows as text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_internal.h"
+
+/* What can be tried per collective; the dispatcher refuses (GC_ERR_UNSUPPORTED, on every rank
+ * alike) what this communicator cannot run, and such candidates are skipped. */
+static const gc_algo_t candidates[GC_NUM_COLLS][4] = {
+    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_MPI},
+    [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT, GC_ALGO_MPI},
+    [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT, GC_ALGO_MPI},
+    [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI},
+};
+
+typedef struct {
+  gc_comm_t comm;
+  gc__coll_t coll;
+  void *send, *recv;
+  size_t count; /* elements as the collective takes them */
+  gc_dtype_t dtype;
+  gc_options_t opts;
+} trial_t;
+
+static gc_result_t run_trial(void *arg, void *stream) {
+  trial_t *t = arg;
+  switch (t->coll) {
+    case GC_COLL_ALLREDUCE:
+      return gc_allreduce_ex(t->send, t->recv, t->count, t->dtype, GC_SUM, t->comm, stream, &t->opts);
+    case GC_COLL_REDUCESCATTER:
+      return gc_reducescatter_ex(t->send, t->recv, t->count, t->dtype, GC_SUM, t->comm, stream, &t->opts);
+    case GC_COLL_ALLGATHER:
+      return gc_allgather_ex(t->send, t->recv, t->count, t->dtype, t->comm, stream, &t->opts);
+    default:
+      return gc_broadcast_ex(t->send, t->recv, t->count, t->dtype, 0, t->comm, stream, &t->opts);
+  }
+}
+
+/* Sizes count as nccl-tests counts them: the larger buffer (all-gather's output, reduce-scatter's
+ * input). Returns the element count the call takes, 0 when the size is too small to split. */
+static size_t elements_for(gc__coll_t coll, size_t bytes, size_t es, int n) {
+  size_t count = bytes / es;
+  if (coll == GC_COLL_REDUCESCATTER || coll == GC_COLL_ALLGATHER) count /= (size_t)n;
+  return count;
+}
+
+static gc_result_t set_rows(gc_comm_t comm, gc__tuned_t *rows, int count) {
+  free(comm->tuned);
+  comm->tuned = rows;
+  comm->tuned_count = count;
+  return gc__dispatch_describe(comm);
+}
+
+/* Every rank ends with rank 0's rows: they are the decision, whatever the others measured. */
+static gc_result_t share_rows(gc_comm_t comm, gc__tuned_t *rows, int count) {
+  GC_CHECK(gc__boot_bcast(comm, &count, sizeof count, 0));
+  gc__tuned_t *mine = calloc(count > 0 ? (size_t)count : 1, sizeof *mine);
+  if (!mine) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  if (comm->rank == 0) memcpy(mine, rows, (size_t)count * sizeof *mine);
+  gc_result_t r = gc__boot_bcast(comm, mine, (size_t)count * sizeof *mine, 0);
+  if (r != GC_SUCCESS) {
+    free(mine);
+    return r;
+  }
+  return set_rows(comm, mine, count);
+}
+
+static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
+  if (!gc__dtype_valid(dtype) || !gc__dtype_reducible(dtype))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_autotune: dtype must be a reducible type");
+  if (max_bytes < 1024 || max_bytes > ((size_t)1 << 40))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_autotune: max_bytes %zu is outside 1 KB .. 1 TB", max_bytes);
+  size_t es = gc_dtype_size(dtype);
+  void *send = NULL, *recv = NULL;
+  GC_CHECK(gc_mem_alloc(comm, max_bytes, &send));
+  gc_result_t r = gc_mem_alloc(comm, max_bytes, &recv);
+  if (r == GC_SUCCESS) r = gc_fill_random(comm, send, max_bytes / es, dtype, 1234u + (unsigned)comm->rank);
+
+  enum { MAX_ROWS = GC_NUM_COLLS * 64 };
+  gc__tuned_t rows[MAX_ROWS];
+  int nrows = 0;
+  for (int c = 0; r == GC_SUCCESS && c < GC_NUM_COLLS; c++) {
+    for (size_t bytes = 1024; r == GC_SUCCESS && bytes <= max_bytes; bytes *= 4) {
+      trial_t t = {comm, (gc__coll_t)c, send, recv, elements_for((gc__coll_t)c, bytes, es, comm->size), dtype,
+                   GC_OPTIONS_INIT};
+      if (t.count == 0) continue;
+      gc_algo_t best = GC_ALGO_AUTO;
+      double best_us = 0;
+      for (int k = 0; k < 4 && candidates[c][k] != GC_ALGO_AUTO; k++) {
+        t.opts.algo = candidates[c][k];
+        int graph = comm->device >= 0 && t.opts.algo != GC_ALGO_MPI;
+        int iters = bytes >= ((size_t)64 << 20) ? 3 : 10;
+        double us = 0;
+        gc_result_t tr = gc_time(comm, run_trial, &t, NULL, 2, iters, graph, &us);
+        if (tr == GC_ERR_UNSUPPORTED) continue; /* refused alike on every rank */
+        if (tr != GC_SUCCESS) {
+          r = tr;
+          break;
+        }
+        /* us is the slowest rank's time: the same number everywhere, so the same choice. */
+        if (best == GC_ALGO_AUTO || us < best_us) {
+          best = t.opts.algo;
+          best_us = us;
+        }
+        GC_INFO(GC_SUB_TUNE, "%s %zu bytes %s: %.2f us", gc__coll_name((gc__coll_t)c), bytes,
+                gc_algo_name(t.opts.algo), us);
+      }
+      if (r != GC_SUCCESS || best == GC_ALGO_AUTO) continue;
+      /* A run of sizes with the same winner is one row; the last row covers anything larger. */
+      if (nrows > 0 && rows[nrows - 1].coll == (gc__coll_t)c && rows[nrows - 1].algo == best)
+        rows[nrows - 1].max_bytes = bytes;
+      else if (nrows < MAX_ROWS)
+        rows[nrows++] = (gc__tuned_t){(gc__coll_t)c, bytes, best};
+    }
+    if (nrows > 0 && rows[nrows - 1].coll == (gc__coll_t)c) rows[nrows - 1].max_bytes = SIZE_MAX;
+  }
+  gc_mem_free(comm, recv);
+  gc_mem_free(comm, send);
+  GC_CHECK(r);
+  return share_rows(comm, rows, nrows);
+}
+
+gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
+  GC_CHECK(gc__comm_check(comm));
+  GC_CHECK(gc__comm_health(comm));
+  return autotune(comm, max_bytes, dtype);
+}
+
+/* ---- save and load -------------------------------------------------------------------------
+ * Text, one row a line:   gpus N   then   <collective> <max bytes | any> <algorithm>   */
+
+static gc_result_t write_file(gc_comm_t comm, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: cannot open %s: %s", path, strerror(errno));
+  fprintf(f, "# gpucoll %s tuned dispatch rows (gc_tune_load reads them; first match wins)\n", gc_get_version());
+  fprintf(f, "gpus %d\n", comm->local_size);
+  for (int i = 0; i < comm->tuned_count; i++) {
+    const gc__tuned_t *t = &comm->tuned[i];
+    if (t->max_bytes == SIZE_MAX) fprintf(f, "%s any %s\n", gc__coll_name(t->coll), gc_algo_name(t->algo));
+    else fprintf(f, "%s %zu %s\n", gc__coll_name(t->coll), t->max_bytes, gc_algo_name(t->algo));
+  }
+  if (fclose(f) != 0) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: writing %s: %s", path, strerror(errno));
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_tune_save(gc_comm_t comm, const char *path) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!path) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_save: path is NULL");
+  /* Rank 0 writes; its result is everyone's, so the call succeeds or fails alike. */
+  int code = comm->rank == 0 ? (int)write_file(comm, path) : 0;
+  char msg[sizeof comm->last_error];
+  snprintf(msg, sizeof msg, "%s", comm->rank == 0 ? comm->last_error : "");
+  GC_CHECK(gc__boot_bcast(comm, &code, sizeof code, 0));
+  GC_CHECK(gc__boot_bcast(comm, msg, sizeof msg, 0));
+  if (code != GC_SUCCESS) return GC_FAIL(comm, (gc_result_t)code, "on rank 0: %s", msg);
+  return GC_SUCCESS;
+}
+
+static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned_t **out, int *count) {
+  int lines = 1;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  gc__tuned_t *rows = calloc((size_t)lines, sizeof *rows);
+  if (!rows) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  int n = 0, gpus = -1, line = 0;
+  for (char *save = NULL, *s = strtok_r(text, "\n", &save); s; s = strtok_r(NULL, "\n", &save)) {
+    line++;
+    char a[32], b[32], c[32];
+    if (s[0] == '#' || sscanf(s, "%31s", a) != 1) continue;
+    if (strcmp(a, "gpus") == 0 && sscanf(s, "%31s %d", a, &gpus) == 2) continue;
+    int coll = -1;
+    gc_algo_t algo;
+    if (sscanf(s, "%31s %31s %31s", a, b, c) == 3)
+      for (int k = 0; k < GC_NUM_COLLS; k++)
+        if (strcmp(a, gc__coll_name((gc__coll_t)k)) == 0) coll = k;
+    char *end = NULL;
+    unsigned long long upto = strcmp(b, "any") == 0 ? (unsigned long long)SIZE_MAX : strtoull(b, &end, 10);
+    if (coll < 0 || (end && *end) || gc_algo_from_name(c, &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO ||
+        algo == GC_ALGO_MULTIMEM) {
+      free(rows);
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s line %d is not '<collective> <bytes|any> <algorithm>'",
+                     path, line);
+    }
+    rows[n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)upto, algo};
+  }
+  if (gpus != comm->local_size) {
+    free(rows);
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s was tuned for %d GPUs, this communicator has %d", path,
+                   gpus, comm->local_size);
+  }
+  *out = rows;
+  *count = n;
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_tune_load(gc_comm_t comm, const char *path) {
+  GC_CHECK(gc__comm_check(comm));
+  if (!path) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: path is NULL");
+  /* Rank 0 reads, everyone parses the same bytes: the same rows or the same error everywhere. */
+  enum { MAX_FILE = 1 << 16 };
+  char *text = calloc(MAX_FILE + 1, 1);
+  if (!text) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  int len = -1;
+  if (comm->rank == 0) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+      len = (int)fread(text, 1, MAX_FILE, f);
+      fclose(f);
+    }
+  }
+  gc_result_t r = gc__boot_bcast(comm, &len, sizeof len, 0);
+  if (r == GC_SUCCESS && len < 0) r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_load: rank 0 cannot read %s", path);
+  if (r == GC_SUCCESS) r = gc__boot_bcast(comm, text, (size_t)len, 0);
+  gc__tuned_t *rows = NULL;
+  int count = 0;
+  if (r == GC_SUCCESS) r = parse(comm, path, text, &rows, &count);
+  free(text);
+  GC_CHECK(r);
+  return set_rows(comm, rows, count);
+}
+
+gc_result_t gc_tune_reset(gc_comm_t comm) {
+  GC_CHECK(gc__comm_check(comm));
+  return set_rows(comm, NULL, 0);
+}
+
+gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes) {
+  for (int i = 0; i < comm->tuned_count; i++)
+    if (comm->tuned[i].coll == coll && bytes <= comm->tuned[i].max_bytes) return comm->tuned[i].algo;
+  return GC_ALGO_AUTO;
+}
