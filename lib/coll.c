@@ -351,10 +351,8 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, co
   return GC_SUCCESS;
 }
 
-static gc_result_t begin(gc_comm_t comm) {
-  GC_CHECK(gc__comm_check(comm));
-  return gc__comm_health(comm);
-}
+/* The public wrappers (GC_ON_DEVICE) have checked that comm is live; a failed one stays failed. */
+static gc_result_t begin(gc_comm_t comm) { return gc__comm_health(comm); }
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
