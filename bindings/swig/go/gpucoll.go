@@ -267,6 +267,34 @@ func (c *Comm) Synchronize(stream uintptr) error {
 	return raw.Gc_synchronize(h, stream)
 }
 
+// AutoTune times every algorithm per collective at sizes up to maxBytes and makes the fastest
+// this communicator's choice (collective; rank 0's measurement is broadcast).
+func (c *Comm) AutoTune(maxBytes uint64, dtype DType) error {
+	h, err := c.handle("AutoTune")
+	if err != nil {
+		return err
+	}
+	return raw.Gc_autotune(h, int64(maxBytes), raw.Enum_SS_gc_dtype(dtype))
+}
+
+// SaveTuning writes the tuned rows to path (rank 0 writes; collective).
+func (c *Comm) SaveTuning(path string) error {
+	h, err := c.handle("SaveTuning")
+	if err != nil {
+		return err
+	}
+	return raw.Gc_tune_save(h, path)
+}
+
+// LoadTuning reads rows saved by SaveTuning (rank 0 reads and broadcasts; collective).
+func (c *Comm) LoadTuning(path string) error {
+	h, err := c.handle("LoadTuning")
+	if err != nil {
+		return err
+	}
+	return raw.Gc_tune_load(h, path)
+}
+
 // ---- options --------------------------------------------------------------------------------
 
 // Option changes one field of a collective's gc_options_t.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -255,5 +256,29 @@ func TestErrors(t *testing.T) {
 	closed := &Comm{}
 	if err := AllReduce(closed, buf, buf, Sum); !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" {
 		t.Fatalf("closed comm: got %v", err)
+	}
+}
+
+func TestAutoTuneSaveLoad(t *testing.T) {
+	if err := comm.AutoTune(16*1024, Float32); err != nil {
+		t.Fatalf("AutoTune: %v", err)
+	}
+	tuned := comm.AlgoTable()
+	if !strings.Contains(tuned, "tuned") {
+		t.Fatalf("no tuned rows in %q", tuned)
+	}
+	// The same path on every rank: rank 0 writes it, rank 0 reads it back.
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("gpucoll-go-test-%d.tune", comm.Size()))
+	if err := comm.SaveTuning(path); err != nil {
+		t.Fatalf("SaveTuning: %v", err)
+	}
+	if err := comm.LoadTuning(path); err != nil {
+		t.Fatalf("LoadTuning: %v", err)
+	}
+	if got := comm.AlgoTable(); got != tuned {
+		t.Fatalf("table after load %q, want %q", got, tuned)
+	}
+	if err := comm.LoadTuning("/nonexistent-dir/x.tune"); err == nil {
+		t.Fatalf("LoadTuning of a missing file succeeded")
 	}
 }
