@@ -99,21 +99,6 @@ void gc__mpi_release(gc_comm_t comm) {
   comm->mpi_stage_bytes = 0;
 }
 
-/* Runs on the communicator's device and puts the caller's device back afterwards. */
-typedef struct { int prev; int switched; } dev_guard_t;
-static gc_result_t dev_enter(gc_comm_t comm, dev_guard_t *g) {
-  g->switched = 0;
-  GC_CUDA_CHECK(comm, cudaGetDevice(&g->prev));
-  if (g->prev != comm->device) {
-    GC_CUDA_CHECK(comm, cudaSetDevice(comm->device));
-    g->switched = 1;
-  }
-  return GC_SUCCESS;
-}
-static void dev_leave(const dev_guard_t *g) {
-  if (g->switched) cudaSetDevice(g->prev);
-}
-
 /* ---- the local reduction and the epilogue ---------------------------------------------- */
 
 typedef enum { ACC_FLOAT, ACC_DOUBLE, ACC_INT } acc_kind_t;
@@ -473,10 +458,8 @@ static gc_result_t reduce_run(rctx_t *X, size_t max_in, size_t max_mine) {
   gc_comm_t comm = X->comm;
   int n = X->R.n;
   gc_result_t rc = GC_SUCCESS;
-  dev_guard_t guard = {0, 0};
   int any_dev = X->send_dev || X->recv_dev || X->add_dev;
 
-  if (any_dev) GC_CHECK(dev_enter(comm, &guard));
   X->scount = malloc(4 * sizeof(int) * (size_t)n);
   X->gath = malloc((size_t)n * max_mine * X->isz + 1);
   X->slice = malloc(max_mine * X->osz + 1);
@@ -506,7 +489,6 @@ static gc_result_t reduce_run(rctx_t *X, size_t max_in, size_t max_mine) {
   rc = reduce_rounds(X);
   if (rc == GC_ERR_TIMEOUT) {
     /* MPI may still write the scratch buffers: leave them allocated (see wait_req). */
-    if (any_dev) dev_leave(&guard);
     return rc;
   }
   if (any_dev) {
@@ -520,7 +502,6 @@ out:
   free(X->slice);
   free(X->R.acc);
   free(X->hpack[0]);
-  if (any_dev) dev_leave(&guard);
   return rc;
 }
 
@@ -612,13 +593,9 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
   if (C > count) C = count;
   size_t rounds = (count + C - 1) / C;
   gc_result_t rc = GC_SUCCESS;
-  dev_guard_t guard = {0, 0};
   evs_t ev = {.made = 0};
 
-  if (any_dev) {
-    RC_TRY(dev_enter(comm, &guard));
-    CU_TRY(cudaStreamSynchronize(stream)); /* the input may still be being written on `stream` */
-  }
+  if (any_dev) CU_TRY(cudaStreamSynchronize(stream)); /* the input may still be being written on `stream` */
   if (!direct) {
     RC_TRY(stage_reserve(comm, C * isz * (size_t)(recv_dev ? n + 1 : 1)));
     RC_TRY(evs_make(comm, &ev));
@@ -669,12 +646,10 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
   if (any_dev) RC_TRY(finish_stream(comm, stream));
 out:
   if (rc == GC_ERR_TIMEOUT) {
-    if (any_dev) dev_leave(&guard);
     return rc; /* MPI may still use the type and the events' chunks: leave them (see wait_req) */
   }
   if (wide != MPI_DATATYPE_NULL) MPI_Type_free(&wide);
   evs_free(&ev);
-  if (any_dev) dev_leave(&guard);
   return rc;
 }
 
@@ -691,14 +666,12 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   if (C > count) C = count;
   size_t rounds = (count + C - 1) / C;
   gc_result_t rc = GC_SUCCESS;
-  dev_guard_t guard = {0, 0};
   evs_t ev = {.made = 0};
   char *d = recv;
 
   /* First the root's recv gets the data (after whatever produced send on `stream`); from then
    * on recv is the source on the root and the destination elsewhere. */
   if (any_dev) {
-    RC_TRY(dev_enter(comm, &guard));
     if (is_root && send != recv)
       CU_TRY(cudaMemcpyAsync(recv, send, count * isz, cudaMemcpyDefault, stream));
     CU_TRY(cudaStreamSynchronize(stream));
@@ -745,10 +718,8 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   if (any_dev) RC_TRY(finish_stream(comm, stream));
 out:
   if (rc == GC_ERR_TIMEOUT) {
-    if (any_dev) dev_leave(&guard);
     return rc; /* see wait_req: MPI may still write the chunks */
   }
   evs_free(&ev);
-  if (any_dev) dev_leave(&guard);
   return rc;
 }

@@ -211,7 +211,7 @@ GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
 GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
 GC_HIDDEN int gc__boot_query_cuda_aware(void);
 
-/* fallback.c: the MPI path. Pointers may be host or device memory; device memory goes through
+/* fallback.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one
  * chunk overlapped with the communication of the previous one. Every call completes (stream
  * synchronized) before it returns. opts carries the epilogue (already validated). */
