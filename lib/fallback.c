@@ -271,6 +271,27 @@ static void evs_free(evs_t *E) {
   E->made = 0;
 }
 
+/* Device data to the pinned chunks one round ahead: on return chunk k of src (C elements, fewer
+ * at the end) is in mpi_stage[k % 2], and chunk k + 1's copy runs while round k communicates. */
+static gc_result_t stage_ahead(gc_comm_t comm, evs_t *ev, const char *src, size_t k, size_t C, size_t count,
+                               size_t isz, cudaStream_t stream) {
+  int b = (int)(k % 2);
+  if (k == 0) {
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(comm->mpi_stage[0], src, (count < C ? count : C) * isz,
+                                        cudaMemcpyDeviceToHost, stream));
+    GC_CUDA_CHECK(comm, cudaEventRecord(ev->in[0], stream));
+  }
+  GC_CUDA_CHECK(comm, cudaEventSynchronize(ev->in[b]));
+  size_t c1 = (k + 1) * C;
+  if (c1 < count) {
+    size_t ck1 = count - c1 < C ? count - c1 : C;
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(comm->mpi_stage[1 - b], src + c1 * isz, ck1 * isz, cudaMemcpyDeviceToHost,
+                                        stream));
+    GC_CUDA_CHECK(comm, cudaEventRecord(ev->in[1 - b], stream));
+  }
+  return GC_SUCCESS;
+}
+
 /* An element of this type is `elems` elements, stretched to `stride_bytes`: gathering one from
  * each rank lands rank r's block r * stride_bytes into the buffer, so counts past INT_MAX
  * elements never reach an int displacement. */
@@ -608,18 +629,7 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
     const char *own = s + c0 * isz;
     MPI_Request req;
     if (!direct && send_dev) {
-      /* own block: round k+1's copy to the host overlaps round k's communication */
-      if (k == 0) {
-        CU_TRY(cudaMemcpyAsync(st, own, ck * isz, cudaMemcpyDeviceToHost, stream));
-        CU_TRY(cudaEventRecord(ev.in[0], stream));
-      }
-      CU_TRY(cudaEventSynchronize(ev.in[b]));
-      if (k + 1 < rounds) {
-        size_t c1 = c0 + C, ck1 = count - c1 < C ? count - c1 : C;
-        CU_TRY(cudaMemcpyAsync(comm->mpi_stage[1 - b], s + c1 * isz, ck1 * isz,
-                               cudaMemcpyDeviceToHost, stream));
-        CU_TRY(cudaEventRecord(ev.in[1 - b], stream));
-      }
+      RC_TRY(stage_ahead(comm, &ev, s, k, C, count, isz, stream));
       own = st;
     }
     if (!direct && recv_dev) {
@@ -693,17 +703,7 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
     if (!direct) {
       buf = comm->mpi_stage[b];
       if (is_root) {
-        if (k == 0) {
-          CU_TRY(cudaMemcpyAsync(buf, d, ck * isz, cudaMemcpyDeviceToHost, stream));
-          CU_TRY(cudaEventRecord(ev.in[0], stream));
-        }
-        CU_TRY(cudaEventSynchronize(ev.in[b]));
-        if (k + 1 < rounds) {
-          size_t c1 = c0 + C, ck1 = count - c1 < C ? count - c1 : C;
-          CU_TRY(cudaMemcpyAsync(comm->mpi_stage[1 - b], d + c1 * isz, ck1 * isz,
-                                 cudaMemcpyDeviceToHost, stream));
-          CU_TRY(cudaEventRecord(ev.in[1 - b], stream));
-        }
+        RC_TRY(stage_ahead(comm, &ev, d, k, C, count, isz, stream));
       } else if (k >= 2) {
         CU_TRY(cudaEventSynchronize(ev.out[b])); /* round k-2's copy has left chunk b */
       }
