@@ -83,12 +83,6 @@ __global__ void GC_LAUNCH_BOUNDS oneshot_kernel(const gc_kargs_t a) {
 // every input into its publish area, then every rank gathers every owner's packs. The all-gather
 // walks each slice with the same block/thread mapping the owner used, so the per-block barrier in
 // between is enough.
-__device__ __forceinline__ void slice_of(size_t packs, int n, int r, size_t *s0, size_t *sn) {
-  size_t base = packs / n, extra = packs % n;
-  *s0 = r * base + (r < (int)extra ? r : extra);
-  *sn = base + (r < (int)extra ? 1 : 0);
-}
-
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   constexpr int E = Pack<T, true>::E;

@@ -22,11 +22,6 @@ __device__ __forceinline__ void copy_units(char *dst, const char *src, size_t u0
   }
 }
 
-__device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0, size_t *sn) {
-  size_t base = units / n, extra = units % n;
-  *s0 = r * base + (r < (int)extra ? r : extra);
-  *sn = base + (r < (int)extra ? 1 : 0);
-}
 
 // Two-stage, pipelined: root's data goes in chunks; in each chunk the n - 1 other ranks each
 // pull one slice from root into their publish area (stage 1), and after the barrier each pulls

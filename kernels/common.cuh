@@ -288,6 +288,14 @@ __device__ __forceinline__ void pdl_begin(int pdl) {
 #endif
 }
 
+// Rank r's share of `units` split over n ranks, gc_partition's rule: the first units % n ranks
+// take one more.
+__device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0, size_t *sn) {
+  size_t base = units / n, extra = units % n;
+  *s0 = r * base + (r < (int)extra ? r : extra);
+  *sn = base + (r < (int)extra ? 1 : 0);
+}
+
 __device__ __forceinline__ size_t global_thread() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ size_t grid_threads() { return (size_t)gridDim.x * blockDim.x; }
 
