@@ -218,6 +218,15 @@ static int write_rank0(lua_State *L, const char *path, const char *text, size_t 
   return 1;
 }
 
+/* Ends an output: with no path the text is the result (every rank), else rank 0 writes it. */
+static int sink_to(lua_State *L, sink_t *s, const char *path) {
+  sink_result(s);
+  if (path == NULL) return 1;
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  return write_rank0(L, path, text, len);
+}
+
 /* gpucoll.csv(path, rows, [columns]) — rank 0 writes the file (world rank).
  * path nil: no file; the text is returned on every rank instead of true. */
 static int l_csv(lua_State *L) {
@@ -257,11 +266,7 @@ static int l_csv(lua_State *L) {
     lua_pop(L, 1);
     sink_str(&s, "\n");
   }
-  sink_result(&s);
-  if (path == NULL) return 1;
-  size_t len;
-  const char *text = lua_tolstring(L, -1, &len);
-  return write_rank0(L, path, text, len);
+  return sink_to(L, &s, path);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -394,11 +399,7 @@ static int l_json(lua_State *L) {
   json_value(&s, 0);
   lua_pop(L, 1);
   sink_str(&s, "\n");
-  sink_result(&s);
-  if (path == NULL) return 1;
-  size_t len;
-  const char *text = lua_tolstring(L, -1, &len);
-  return write_rank0(L, path, text, len);
+  return sink_to(L, &s, path);
 }
 
 /* gpucoll.progress(i, n, [label]) — a bar on stderr, rank 0 only, and only when stderr is a
