@@ -300,58 +300,6 @@ static int parse_args(int argc, char **argv, options_t *o) {
   return 0;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Element decoding (host) for the check.
- * ------------------------------------------------------------------------------------------- */
-static double half_to_double(uint16_t h) {
-  int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v;
-  if (e == 0) v = ldexp(m, -24);
-  else if (e == 31) v = m ? NAN : INFINITY;
-  else v = ldexp(1024 + m, e - 25);
-  return s ? -v : v;
-}
-
-static double bf16_to_double(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static double e4m3_to_double(uint8_t x) { /* OCP fn variant: no infinities, S.1111.111 = NaN */
-  int s = x >> 7, e = (x >> 3) & 0xf, m = x & 7;
-  double v;
-  if (e == 15 && m == 7) v = NAN;
-  else if (e == 0) v = ldexp(m, -9);
-  else v = ldexp(8 + m, e - 10);
-  return s ? -v : v;
-}
-
-static double e5m2_to_double(uint8_t x) {
-  int s = x >> 7, e = (x >> 2) & 0x1f, m = x & 3;
-  double v;
-  if (e == 31) v = m ? NAN : INFINITY;
-  else if (e == 0) v = ldexp(m, -16);
-  else v = ldexp(4 + m, e - 17);
-  return s ? -v : v;
-}
-
-static inline double load_elem(const unsigned char *p, size_t i, gc_dtype_t dt) {
-  switch (dt) {
-    case GC_FLOAT32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GC_FLOAT64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case GC_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return half_to_double(v); }
-    case GC_BFLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_double(v); }
-    case GC_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GC_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    case GC_UINT8: return p[i];
-    case GC_FP8_E4M3: return e4m3_to_double(p[i]);
-    case GC_FP8_E5M2: return e5m2_to_double(p[i]);
-    default: return NAN;
-  }
-}
-
 /* Unit in the last place at 1.0 of each float type (for the tolerance); 0 = compared exactly. */
 static double dtype_eps(gc_dtype_t dt) {
   switch (dt) {
@@ -452,14 +400,14 @@ static long long compare(const check_ctx_t *c, const unsigned char *out, size_t 
 #pragma omp parallel for reduction(+ : wrong) schedule(static)
   for (size_t i = 0; i < n; i++) {
     double tol, ref = reference(c, i, &tol);
-    double got = load_elem(out, i, c->dt);
+    double got = gc_element_get(out, i, c->dt);
     if (!(fabs(got - ref) <= tol)) wrong++;
   }
   if (wrong) {
     int shown = 0;
     for (size_t i = 0; i < n && shown < 4; i++) {
       double tol, ref = reference(c, i, &tol);
-      double got = load_elem(out, i, c->dt);
+      double got = gc_element_get(out, i, c->dt);
       if (!(fabs(got - ref) <= tol)) {
         fprintf(stderr, "gpucoll-bench: rank %d: %s: element %zu is %.9g, expected %.9g (+-%.3g)\n",
                 c->rank, what, i, got, ref, tol);

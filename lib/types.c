@@ -263,3 +263,12 @@ void gc__store_double(void *buf, size_t i, gc_dtype_t dtype, double v) {
     default: break;
   }
 }
+
+double gc_element_get(const void *host_buf, size_t i, gc_dtype_t dtype) {
+  if (!host_buf || !gc__dtype_valid(dtype)) return NAN;
+  return gc__load_double(host_buf, i, dtype);
+}
+
+void gc_element_set(void *host_buf, size_t i, gc_dtype_t dtype, double value) {
+  if (host_buf && gc__dtype_valid(dtype)) gc__store_double(host_buf, i, dtype, value);
+}

@@ -368,6 +368,24 @@ static void test_header_constants(void) {
   CU_ASSERT_EQUAL(o.out_dtype, GC_DTYPE_SAME);
 }
 
+/* The public element accessors are the internal conversions, and refuse bad dtypes quietly. */
+static void test_public_elements(void) {
+  unsigned char buf[16];
+  for (int d = 0; d < GC_NUM_DTYPES; d++) {
+    gc_element_set(buf, 1, (gc_dtype_t)d, 0.75);
+    CU_ASSERT_EQUAL(gc_element_get(buf, 1, (gc_dtype_t)d), gc__load_double(buf, 1, (gc_dtype_t)d));
+  }
+  gc_element_set(buf, 0, GC_BFLOAT16, 1.0 + 0x1p-9); /* a tie: to even */
+  CU_ASSERT_EQUAL(gc_element_get(buf, 0, GC_BFLOAT16), 1.0);
+  gc_element_set(buf, 0, GC_FP8_E4M3, 1000.0);
+  CU_ASSERT_EQUAL(gc_element_get(buf, 0, GC_FP8_E4M3), 448.0);
+  double bad = gc_element_get(buf, 0, GC_NUM_DTYPES);
+  CU_ASSERT(bad != bad);
+  memset(buf, 0x5a, sizeof buf);
+  gc_element_set(buf, 0, (gc_dtype_t)99, 1.0);
+  CU_ASSERT_EQUAL(buf[0], 0x5a);
+}
+
 void gc_test_suite_types(void) {
   static const gc_test_case_t tests[] = {{"dtype names", test_dtype_names},
                                          {"op and algorithm names", test_op_algo_names},
@@ -381,6 +399,7 @@ void gc_test_suite_types(void) {
                                          {"dtype classes", test_dtype_classes},
                                          {"random pattern", test_random_pattern},
                                          {"header constants", test_header_constants},
+                                         {"public element access", test_public_elements},
                                          {NULL, NULL}};
   gc_test_add_suite("types", tests);
 }

@@ -6,132 +6,7 @@
 
 #include "lgc.h"
 
-/* ---------------------------------------------------------------------------------------------
- * Element conversions (host side), so that Lua sees every dtype as numbers.
- * ------------------------------------------------------------------------------------------- */
-static double half_to_double(unsigned h) {
-  unsigned e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, (int)e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-static double bf16_to_double(unsigned h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static double e4m3_to_double(unsigned b) { /* OCP E4M3 (fn): no infinities, 0x7f is NaN */
-  unsigned e = (b >> 3) & 0xf, m = b & 7;
-  double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, (int)e - 10);
-  return (b & 0x80) ? -v : v;
-}
-
-static double e5m2_to_double(unsigned b) {
-  unsigned e = (b >> 2) & 0x1f, m = b & 3;
-  double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, (int)e - 17);
-  return (b & 0x80) ? -v : v;
-}
-
-/* Round to nearest even for the small float formats. Positive codes 0..maxfinite are ordered
- * by value in all of them, so a binary search over codes finds the neighbours; ties go to the
- * even code. Beyond the largest finite value: infinity where the format has one (inf != 0),
- * else saturation (the fp8 conversions of the kernels saturate). */
-static unsigned encode_small(double x, unsigned maxfinite, unsigned sign, unsigned nan,
-                             unsigned inf, double (*dec)(unsigned)) {
-  if (isnan(x)) return nan;
-  unsigned s = signbit(x) ? sign : 0;
-  double a = fabs(x), maxv = dec(maxfinite);
-  if (a >= maxv) {
-    double half_ulp = (maxv - dec(maxfinite - 1)) / 2;
-    return s | ((inf && a >= maxv + half_ulp) ? inf : maxfinite);
-  }
-  unsigned lo = 0, hi = maxfinite; /* dec(lo) <= a < dec(hi) */
-  while (hi - lo > 1) {
-    unsigned mid = (lo + hi) / 2;
-    if (dec(mid) <= a)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  double dl = a - dec(lo), dh = dec(hi) - a;
-  return s | (dl < dh ? lo : dh < dl ? hi : (lo & 1) ? hi : lo);
-}
-
-static double load(const void *p, size_t i, gc_dtype_t d) {
-  const unsigned char *b = p;
-  switch (d) {
-  case GC_FLOAT32: {
-    float v;
-    memcpy(&v, b + 4 * i, 4);
-    return v;
-  }
-  case GC_FLOAT64: {
-    double v;
-    memcpy(&v, b + 8 * i, 8);
-    return v;
-  }
-  case GC_FLOAT16:
-  case GC_BFLOAT16: {
-    uint16_t v;
-    memcpy(&v, b + 2 * i, 2);
-    return d == GC_FLOAT16 ? half_to_double(v) : bf16_to_double(v);
-  }
-  case GC_INT32: {
-    int32_t v;
-    memcpy(&v, b + 4 * i, 4);
-    return v;
-  }
-  case GC_INT64: {
-    int64_t v;
-    memcpy(&v, b + 8 * i, 8);
-    return (double)v;
-  }
-  case GC_UINT8: return b[i];
-  case GC_FP8_E4M3: return e4m3_to_double(b[i]);
-  case GC_FP8_E5M2: return e5m2_to_double(b[i]);
-  default: return NAN;
-  }
-}
-
-/* Integers wrap (as C casts of the int64 value do); floats round to nearest even. */
-static void store(void *p, size_t i, gc_dtype_t d, double v) {
-  unsigned char *b = p;
-  switch (d) {
-  case GC_FLOAT32: {
-    float f = (float)v;
-    memcpy(b + 4 * i, &f, 4);
-    break;
-  }
-  case GC_FLOAT64: memcpy(b + 8 * i, &v, 8); break;
-  case GC_FLOAT16: {
-    uint16_t h = (uint16_t)encode_small(v, 0x7bff, 0x8000, 0x7e00, 0x7c00, half_to_double);
-    memcpy(b + 2 * i, &h, 2);
-    break;
-  }
-  case GC_BFLOAT16: {
-    uint16_t h = (uint16_t)encode_small(v, 0x7f7f, 0x8000, 0x7fc0, 0x7f80, bf16_to_double);
-    memcpy(b + 2 * i, &h, 2);
-    break;
-  }
-  case GC_INT32: {
-    int32_t x = (int32_t)(uint32_t)(uint64_t)(int64_t)llrint(v);
-    memcpy(b + 4 * i, &x, 4);
-    break;
-  }
-  case GC_INT64: {
-    int64_t x = (int64_t)llrint(v);
-    memcpy(b + 8 * i, &x, 8);
-    break;
-  }
-  case GC_UINT8: b[i] = (unsigned char)(uint64_t)(int64_t)llrint(v); break;
-  case GC_FP8_E4M3: b[i] = (unsigned char)encode_small(v, 0x7e, 0x80, 0x7f, 0, e4m3_to_double); break;
-  case GC_FP8_E5M2: b[i] = (unsigned char)encode_small(v, 0x7b, 0x80, 0x7f, 0, e5m2_to_double); break;
-  default: break;
-  }
-}
-
+/* Elements are converted with the library's own rules: gc_element_get / gc_element_set. */
 static int is_integer_dtype(gc_dtype_t d) { return d == GC_INT32 || d == GC_INT64 || d == GC_UINT8; }
 
 /* ---------------------------------------------------------------------------------------------
@@ -359,9 +234,9 @@ static void push_element(lua_State *L, gc_dtype_t d, const void *p) {
     memcpy(&v, p, 8);
     lua_pushinteger(L, (lua_Integer)v);
   } else if (is_integer_dtype(d)) {
-    lua_pushinteger(L, (lua_Integer)load(p, 0, d));
+    lua_pushinteger(L, (lua_Integer)gc_element_get(p, 0, d));
   } else {
-    lua_pushnumber(L, load(p, 0, d));
+    lua_pushnumber(L, gc_element_get(p, 0, d));
   }
 }
 
@@ -391,9 +266,9 @@ static int b_set(lua_State *L) {
     int64_t v = (int64_t)luaL_checkinteger(L, 3);
     memcpy(tmp, &v, 8);
   } else if (is_integer_dtype(b->dtype)) {
-    store(tmp, 0, b->dtype, (double)luaL_checkinteger(L, 3));
+    gc_element_set(tmp, 0, b->dtype, (double)luaL_checkinteger(L, 3));
   } else {
-    store(tmp, 0, b->dtype, luaL_checknumber(L, 3));
+    gc_element_set(tmp, 0, b->dtype, luaL_checknumber(L, 3));
   }
   gc_result_t rc = GC_SUCCESS;
   if (host_visible(b)) {
@@ -431,7 +306,7 @@ static int b_copy_from(lua_State *L) {
       host_close(s, n, 0, &hs);
       return lgc_fail(L, d->comm, rc);
     }
-    for (size_t i = 0; i < n; i++) store(hd.p, i, d->dtype, load(hs.p, i, s->dtype));
+    for (size_t i = 0; i < n; i++) gc_element_set(hd.p, i, d->dtype, gc_element_get(hs.p, i, s->dtype));
     host_close(s, n, 0, &hs);
     rc = host_close(d, n, 1, &hd);
   }
@@ -461,9 +336,9 @@ static int b_accumulate(lua_State *L) {
     return lgc_fail(L, d->comm, rc);
   }
   for (size_t i = 0; i < n; i++) {
-    double a = load(hd.p, i, d->dtype), x = load(hs.p, i, s->dtype);
+    double a = gc_element_get(hd.p, i, d->dtype), x = gc_element_get(hs.p, i, s->dtype);
     double r = op == GC_SUM ? a + x : op == GC_PROD ? a * x : op == GC_MIN ? fmin(a, x) : fmax(a, x);
-    store(hd.p, i, d->dtype, r);
+    gc_element_set(hd.p, i, d->dtype, r);
   }
   host_close(s, n, 0, &hs);
   rc = host_close(d, n, 1, &hd);
@@ -519,9 +394,9 @@ static int b_compare(lua_State *L) {
   size_t wrong = 0, first = 0;
   double maxerr = 0;
   for (size_t i = 0; i < n; i++) {
-    double x = load(hb.p, i, b->dtype), e;
+    double x = gc_element_get(hb.p, i, b->dtype), e;
     if (r) {
-      e = load(hr.p, i, r->dtype);
+      e = gc_element_get(hr.p, i, r->dtype);
     } else {
       lua_pushvalue(L, 2);
       lua_pushinteger(L, (lua_Integer)i + 1);

@@ -261,6 +261,13 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
                                    gc_dtype_t dtype, int root, gc_comm_t comm, void *stream,
                                    const gc_options_t *opts);
 
+/* Host-side element access with the library's own conversions: element i of a host array of
+ * dtype as a double, and a double stored into one with round-to-nearest-even (fp8 saturating to
+ * its largest finite value, integers wrapping). For checks, tools and bindings. An out-of-range
+ * dtype reads as NaN and stores nothing. */
+GC_API double gc_element_get(const void *host_buf, size_t i, gc_dtype_t dtype);
+GC_API void gc_element_set(void *host_buf, size_t i, gc_dtype_t dtype, double value);
+
 /* How `total` items split over `parts` parts: the first total % parts parts get one more.
  * Writes the offset and length of part `index`. */
 GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, size_t *length);
