@@ -47,24 +47,26 @@ __global__ void epilogue_kernel(void *out, const void *in, size_t count, int in_
   }
 }
 
-static int grid_for(size_t count) {
+// Launched with cudaLaunchKernelEx, like every kernel here: the launch's own status comes back,
+// never an earlier, unrelated failure left in cudaGetLastError.
+static cudaLaunchConfig_t elementwise_config(size_t count, cudaStream_t s) {
   size_t blocks = (count + GC_KTHREADS - 1) / GC_KTHREADS;
-  return blocks > 1024 ? 1024 : blocks < 1 ? 1 : (int)blocks;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks > 1024 ? 1024 : blocks < 1 ? 1 : (unsigned)blocks);
+  cfg.blockDim = dim3(GC_KTHREADS);
+  cfg.stream = s;
+  return cfg;
 }
 
 }  // namespace gc
 
-// The <<<>>> launches report through cudaGetLastError, so an earlier, unrelated failure of the
-// caller's (a refused allocation, say) is cleared first rather than blamed on this launch.
 extern "C" int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t s) {
-  (void)cudaGetLastError();
-  gc::fill_random_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(buf, count, dtype, seed);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg = gc::elementwise_config(count, s);
+  return cudaLaunchKernelEx(&cfg, gc::fill_random_kernel, buf, count, dtype, seed);
 }
 
 extern "C" int gc_kernel_epilogue(void *out, const void *in, size_t count, int in_dtype, const gc_kepilogue_t *ep,
                                   cudaStream_t s) {
-  (void)cudaGetLastError();
-  gc::epilogue_kernel<<<gc::grid_for(count), GC_KTHREADS, 0, s>>>(out, in, count, in_dtype, *ep);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg = gc::elementwise_config(count, s);
+  return cudaLaunchKernelEx(&cfg, gc::epilogue_kernel, out, in, count, in_dtype, *ep);
 }
