@@ -233,8 +233,8 @@ static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) 
   if (algo == GC_KALGO_PUSH) {
     // One pack per thread, GC_PUSH_BLOCK_BYTES per block: the grid follows from the size alone.
     size_t packs = (a->count * sizeof(T) + 15) / 16;
-    cfg.gridDim = dim3((unsigned)((packs + GC_KTHREADS - 1) / GC_KTHREADS));
-    cfg.blockDim = dim3(GC_KTHREADS);
+    cfg.gridDim = dim3((unsigned)((packs + GC_PUSH_THREADS - 1) / GC_PUSH_THREADS));
+    cfg.blockDim = dim3(GC_PUSH_THREADS);
     return cudaLaunchKernelEx(&cfg, push_kernel<T, A, OPK>, *a);
   }
   if (algo == GC_KALGO_TWOSHOT_PUSH) return cudaLaunchKernelEx(&cfg, twoshot_push_kernel<T, A, OPK>, *a);

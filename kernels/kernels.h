@@ -28,9 +28,11 @@ typedef struct gc_ksignals {
 
 /* The push area of one rank, for small all-reduces: peers write their input straight into it
  * (block b, source rank r, parity of block b's epoch), so a call needs one barrier and no copy-in.
- * A block's slot is fixed, so the parity alone keeps consecutive calls apart. */
-#define GC_PUSH_BLOCKS 32
-#define GC_PUSH_BLOCK_BYTES (GC_KTHREADS * 16)
+ * A block's slot is fixed, so the parity alone keeps consecutive calls apart. Push blocks are
+ * small (one 16-byte pack per thread) so that a few hundred KB spread over many SMs. */
+#define GC_PUSH_THREADS 128
+#define GC_PUSH_BLOCKS 128
+#define GC_PUSH_BLOCK_BYTES (GC_PUSH_THREADS * 16)
 #define GC_PUSH_MAX_BYTES ((size_t)GC_PUSH_BLOCKS * GC_PUSH_BLOCK_BYTES)
 typedef struct gc_kpush {
   unsigned char data[2][GC_PUSH_BLOCKS][GC_MAX_LOCAL_RANKS][GC_PUSH_BLOCK_BYTES];

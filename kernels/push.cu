@@ -89,7 +89,7 @@ static cudaError_t launch_rs(const gc_kargs_t *a, size_t most, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
   cfg.gridDim = push_grid(most * sizeof(T));
-  cfg.blockDim = dim3(GC_KTHREADS);
+  cfg.blockDim = dim3(GC_PUSH_THREADS);
   return cudaLaunchKernelEx(&cfg, push_reducescatter_kernel<T, A, OPK>, *a);
 }
 
@@ -99,7 +99,7 @@ extern "C" int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStr
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
   cfg.gridDim = gc::push_grid(a->count * gc::dtype_size(a->dtype));
-  cfg.blockDim = dim3(GC_KTHREADS);
+  cfg.blockDim = dim3(GC_PUSH_THREADS);
   return cudaLaunchKernelEx(&cfg, gc::push_gather_kernel, *a, broadcast);
 }
 

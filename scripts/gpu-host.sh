@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
-# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 bench algos benchfull lua python
+# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 p2p bench algos blocks probe
+#        bcast1 benchfull lua python
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +57,16 @@ for s in "${@:-build tests bench}"; do
       for a in oneshot twoshot twoshot_push; do
         step algo4_$a 60 $mpirun -np 4 "$build/bench/gpucoll-bench" allreduce -a $a --vs nccl -G 1 -d bfloat16 -b 64K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$a.csv"
         grep -vE "^#( |$)" "$logs/algo4_$a.log" | tail -10
+      done ;;
+    probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
+           cat "$logs/linkprobe.log" ;;
+    blocks)  # grid caps for the large-size kernels: gpucoll alone, 16 MB - 1 GB
+      for c in "allreduce -a twoshot" "allreduce -a twoshot_push" reducescatter allgather "broadcast -a twoshot" "broadcast -a oneshot"; do
+        for m in ${BLOCKS:-32 64 132}; do
+          name=blocks_$(echo "$c" | tr -d ' -')_$m
+          step "$name" 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $c -m $m -G 1 -d bfloat16 -b 16M -e 1G -f 8 -n 10 -w 3 -c 0
+          grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$c" -v m=$m '{printf "%-28s m=%-4s %11s %9s us %7s GB/s\n", c, m, $1, $6, $8}'
+        done
       done ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
     bcast1) step bcast4_oneshot 60 $mpirun -np 4 "$build/bench/gpucoll-bench" broadcast -a oneshot --vs nccl -G 1 -d bfloat16 -b 256K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/bcast4_oneshot.csv"

@@ -1,0 +1,215 @@
+// gpucoll-linkprobe — what NVLink gives to each access pattern the collectives could use, on every
+// GPU at once: SM reads and writes to all peers (each thread touching every peer, or each block
+// one peer), to one peer (a ring), and copy-engine copies. One process drives every visible GPU
+// through peer access; no MPI, no gpucoll. The figures bound what a kernel design can reach.
+//
+// usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)]
+// Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
+// inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      fprintf(stderr, "linkprobe: %s failed at %s:%d: %s\n", #x, __FILE__, __LINE__,         \
+              cudaGetErrorString(e_));                                                        \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+constexpr int kMaxGpus = 8;
+
+struct Peers {
+  uint4 *remote[kMaxGpus];  // one region per peer, on that peer
+  uint4 *local[kMaxGpus];   // the matching region here
+  int count;
+};
+
+// WRITE = false: local[p] <- remote[p]; true: remote[p] <- local[p]. SPLIT: block b serves peer
+// b % count only; else every thread moves U units of every peer per step.
+template <int U, bool WRITE, bool SPLIT>
+__global__ void __launch_bounds__(512) move(Peers P, size_t units) {
+  if (SPLIT) {
+    const int p = blockIdx.x % P.count, lanes = gridDim.x / P.count;
+    if (blockIdx.x >= lanes * P.count) return;
+    const size_t G = (size_t)lanes * blockDim.x;
+    const uint4 *src = WRITE ? P.local[p] : P.remote[p];
+    uint4 *dst = WRITE ? P.remote[p] : P.local[p];
+    for (size_t k = (size_t)(blockIdx.x / P.count) * blockDim.x + threadIdx.x; k < units; k += U * G) {
+      uint4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+        if (k + u * G < units) v[u] = src[k + u * G];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+        if (k + u * G < units) dst[k + u * G] = v[u];
+    }
+  } else {
+    const size_t G = (size_t)gridDim.x * blockDim.x;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < units; k += U * G) {
+      uint4 v[U][kMaxGpus];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int p = 0; p < kMaxGpus; p++)
+          if (p < P.count && k + u * G < units) v[u][p] = WRITE ? P.local[p][k + u * G] : P.remote[p][k + u * G];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int p = 0; p < kMaxGpus; p++)
+          if (p < P.count && k + u * G < units) (WRITE ? P.remote[p] : P.local[p])[k + u * G] = v[u][p];
+    }
+  }
+}
+
+typedef void (*kernel_t)(Peers, size_t);
+template <int U>
+kernel_t pick(bool write, bool split) {
+  if (write) return split ? move<U, true, true> : move<U, true, false>;
+  return split ? move<U, false, true> : move<U, false, false>;
+}
+
+struct Gpu {
+  uint4 *src, *dst;  // kMaxGpus regions each
+  cudaStream_t stream[kMaxGpus];
+  cudaEvent_t start, stop;
+};
+
+static int ngpu;
+static size_t region_bytes;
+static std::vector<Gpu> gpus;
+
+// Peers of GPU d in a pattern: every other GPU, or the next one (a ring).
+static int peers_of(int d, bool ring, int *out) {
+  if (ring) {
+    out[0] = (d + 1) % ngpu;
+    return 1;
+  }
+  int c = 0;
+  for (int p = 0; p < ngpu; p++)
+    if (p != d) out[c++] = p;
+  return c;
+}
+
+// Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
+static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll, int blocks, int iters,
+                         int *npeers) {
+  float best = 1e30f;
+  for (int it = -1; it < iters; it++) {  // it = -1: warm-up
+    for (int d = 0; d < ngpu; d++) {
+      CHECK(cudaSetDevice(d));
+      Gpu &g = gpus[d];
+      CHECK(cudaEventRecord(g.start, g.stream[0]));
+      int list[kMaxGpus];
+      int c = peers_of(d, ring, list);
+      *npeers = c;
+      if (ce) {
+        for (int i = 1; i < c; i++) CHECK(cudaStreamWaitEvent(g.stream[i], g.start, 0));
+        for (int i = 0; i < c; i++) {
+          int p = list[i];
+          CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes, p, (char *)g.src + p * region_bytes, d,
+                                    region_bytes, g.stream[i]));
+        }
+        for (int i = 1; i < c; i++) {
+          cudaEvent_t e;
+          CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+          CHECK(cudaEventRecord(e, g.stream[i]));
+          CHECK(cudaStreamWaitEvent(g.stream[0], e, 0));
+          CHECK(cudaEventDestroy(e));
+        }
+      } else {
+        Peers P;
+        P.count = c;
+        for (int i = 0; i < c; i++) {
+          int p = list[i];
+          // reads: our region p <- peer p's region d; writes: peer p's region d <- our region p
+          P.remote[i] = write ? (uint4 *)((char *)gpus[p].dst + d * region_bytes)
+                              : (uint4 *)((char *)gpus[p].src + d * region_bytes);
+          P.local[i] = write ? (uint4 *)((char *)g.src + p * region_bytes) : (uint4 *)((char *)g.dst + p * region_bytes);
+        }
+        kernel_t k = unroll == 1 ? pick<1>(write, split) : unroll == 2 ? pick<2>(write, split) : pick<4>(write, split);
+        k<<<blocks, 512, 0, g.stream[0]>>>(P, region_bytes / 16);
+        CHECK(cudaGetLastError());
+      }
+      CHECK(cudaEventRecord(g.stop, g.stream[0]));
+    }
+    float worst = 0;
+    for (int d = 0; d < ngpu; d++) {
+      CHECK(cudaSetDevice(d));
+      CHECK(cudaEventSynchronize(gpus[d].stop));
+      float ms;
+      CHECK(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].stop));
+      if (ms > worst) worst = ms;
+    }
+    if (it >= 0 && worst < best) best = worst;
+  }
+  return best;
+}
+
+int main(int argc, char **argv) {
+  size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
+  int iters = argc > 2 ? atoi(argv[2]) : 5;
+  region_bytes = mb << 20;
+  CHECK(cudaGetDeviceCount(&ngpu));
+  if (ngpu > kMaxGpus) ngpu = kMaxGpus;
+  if (ngpu < 2) {
+    fprintf(stderr, "linkprobe: needs 2 or more GPUs, found %d\n", ngpu);
+    return 1;
+  }
+  gpus.resize(ngpu);
+  for (int d = 0; d < ngpu; d++) {
+    CHECK(cudaSetDevice(d));
+    for (int p = 0; p < ngpu; p++) {
+      if (p == d) continue;
+      int can = 0;
+      CHECK(cudaDeviceCanAccessPeer(&can, d, p));
+      if (!can) {
+        fprintf(stderr, "linkprobe: GPU %d cannot access GPU %d\n", d, p);
+        return 1;
+      }
+      cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+      (void)cudaGetLastError();
+    }
+    Gpu &g = gpus[d];
+    CHECK(cudaMalloc(&g.src, kMaxGpus * region_bytes));
+    CHECK(cudaMalloc(&g.dst, kMaxGpus * region_bytes));
+    CHECK(cudaMemset(g.src, d + 1, kMaxGpus * region_bytes));
+    CHECK(cudaMemset(g.dst, 0, kMaxGpus * region_bytes));
+    for (int i = 0; i < kMaxGpus; i++) CHECK(cudaStreamCreateWithFlags(&g.stream[i], cudaStreamNonBlocking));
+    CHECK(cudaEventCreate(&g.start));
+    CHECK(cudaEventCreate(&g.stop));
+  }
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  printf("# linkprobe: %d x %s, %zu MB per peer, best of %d, every GPU at once\n", ngpu, prop.name, mb, iters);
+  printf("# %-22s %8s %6s %10s %10s\n", "pattern", "blocks", "unroll", "ms", "GB/s/GPU");
+  struct {
+    const char *name;
+    bool ce, ring, write, split;
+  } pats[] = {
+      {"read-all-interleaved", false, false, false, false}, {"read-all-split", false, false, false, true},
+      {"write-all-interleaved", false, false, true, false}, {"write-all-split", false, false, true, true},
+      {"read-ring", false, true, false, false},             {"write-ring", false, true, true, false},
+      {"ce-all", true, false, true, false},                 {"ce-ring", true, true, true, false},
+  };
+  const int block_list[] = {16, 32, 64, 132, 264};
+  for (auto &pt : pats) {
+    for (int bi = 0; bi < (pt.ce ? 1 : 5); bi++) {
+      for (int unroll = 1; unroll <= (pt.ce ? 1 : 4); unroll *= 2) {
+        int blocks = block_list[bi], np = 0;
+        if (pt.split && blocks < ngpu - 1) continue;
+        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, unroll, blocks, iters, &np);
+        double gbs = (double)np * region_bytes / (ms * 1e-3) / 1e9;
+        printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, pt.ce ? 0 : blocks, unroll, ms, gbs);
+        fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
