@@ -93,6 +93,9 @@ int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream)
 int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
 int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
+/* Every rank's stream meets here (one block): what each stream did before is visible after. */
+int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t stream);
+
 /* Device helpers used by the library. */
 int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t stream);
 /* Elementwise epilogue on device data in place of a fused one (MPI path, CUDA-aware). */

@@ -1,5 +1,6 @@
-// util.cu — device helpers of the library: the random fill behind gc_fill_random and the
-// stand-alone epilogue the MPI path uses on device data.
+// util.cu — device helpers of the library: the random fill behind gc_fill_random, the
+// stand-alone epilogue the MPI path uses on device data, and the lone barrier that orders the
+// copy-engine collectives' steps across GPUs.
 #include "common.cuh"
 #include "gc_rng.h"
 
@@ -47,6 +48,14 @@ __global__ void epilogue_kernel(void *out, const void *in, size_t count, int in_
   }
 }
 
+// One block meets the same block of every peer: everything this rank's stream did before is
+// visible to the peers after it (copies included: they completed before the kernel started).
+__global__ void barrier_kernel(const gc_kpeers_t peers) {
+  Sync sync(peers);
+  if (!sync.barrier()) return;
+  sync.done();
+}
+
 // Launched with cudaLaunchKernelEx, like every kernel here: the launch's own status comes back,
 // never an earlier, unrelated failure left in cudaGetLastError.
 static cudaLaunchConfig_t elementwise_config(size_t count, cudaStream_t s) {
@@ -69,4 +78,12 @@ extern "C" int gc_kernel_epilogue(void *out, const void *in, size_t count, int i
                                   cudaStream_t s) {
   cudaLaunchConfig_t cfg = gc::elementwise_config(count, s);
   return cudaLaunchKernelEx(&cfg, gc::epilogue_kernel, out, in, count, in_dtype, *ep);
+}
+
+extern "C" int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(32);
+  cfg.stream = s;
+  return cudaLaunchKernelEx(&cfg, gc::barrier_kernel, *peers);
 }

@@ -105,15 +105,37 @@ static gc_result_t launched(gc_comm_t comm, int err, const char *what) {
   return GC_SUCCESS;
 }
 
+/* The copy-engine path writes into peers' outputs, so it needs an output from gc_mem_alloc and
+ * 2+ GPUs. When it cannot run, a call that asked for it fails; the dispatch table's choice falls
+ * back to `instead`. */
+static gc_result_t copyengine_or(gc_comm_t comm, const gc_options_t *o, int usable, const char *why,
+                                 gc_algo_t instead, gc__plan_t *plan) {
+  if (usable && comm->local_size >= 2) return GC_SUCCESS;
+  if (o->algo == GC_ALGO_COPYENGINE)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm copyengine needs %s", comm->local_size < 2 ? "2 or more GPUs" : why);
+  plan->algo = instead;
+  return GC_SUCCESS;
+}
+
 /* Half of the staging area holds inputs, the other half what two-shot and broadcast publish. */
 static size_t staging_half(gc_comm_t comm) { return (comm->tp.staging_bytes / 2) & ~(size_t)255; }
 static char *staging_in(gc_comm_t comm, int r) { return comm->tp.staging[r]; }
 static char *staging_pub(gc_comm_t comm, int r) { return comm->tp.staging[r] + staging_half(comm); }
 
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
-                                 gc_op_t op, const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+                                 gc_op_t op, const gc_options_t *o, const gc__plan_t *plan_in, cudaStream_t stream) {
   int n = comm->local_size;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  gc__plan_t planv = *plan_in, *plan = &planv;
+  void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
+  if (plan->algo == GC_ALGO_COPYENGINE) {
+    int sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
+    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_TWOSHOT, plan));
+    if (plan->algo == GC_ALGO_COPYENGINE) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+      return gc__ce_allreduce(comm, &a, send, sym_out, count, es, os, o->add, stream);
+    }
+  }
   if (plan->algo == GC_ALGO_ONESHOT && count * es <= GC_PUSH_MAX_BYTES) {
     /* Small: ranks push their input into each other's push areas; one barrier, no copy-in. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);
@@ -122,7 +144,6 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     a.count = count;
     return launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
   }
-  void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
     /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
      * chunk's n inbox rows (ceil(packs / n) packs each) fit half the staging area. */
@@ -188,6 +209,12 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  if (plan->algo == GC_ALGO_COPYENGINE) {
+    gc__plan_t other = *plan;
+    GC_CHECK(copyengine_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, &other));
+    if (other.algo == GC_ALGO_COPYENGINE)
+      return gc__ce_reducescatter(comm, &a, send, recv, sp->off, sp->len, es, os, o->add, stream);
+  }
   if (sp->axis == 1) {
     /* Chunks of whole rows: a row block of the input is contiguous, so one copy fills staging. */
     size_t rows_per = in_zero ? sp->rows : staging_half(comm) / (sp->cols * es);
@@ -259,6 +286,13 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   }
   size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+  if (plan->algo == GC_ALGO_COPYENGINE) {
+    gc__plan_t other = *plan;
+    void *sym_out[GC_MAX_LOCAL_RANKS];
+    int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
+    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, &other));
+    if (other.algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
+  }
   if (count * es <= GC_PUSH_MAX_BYTES) {
     a.send = send;
     a.recv = recv;
@@ -289,6 +323,13 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
+  if (plan->algo == GC_ALGO_COPYENGINE) {
+    gc__plan_t other = *plan;
+    GC_CHECK(copyengine_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, &other));
+    gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+    if (other.algo == GC_ALGO_COPYENGINE) return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
+    return p2p_broadcast(comm, send, recv, count, dtype, root, o, &other, stream);
+  }
   int two_stage = plan->algo == GC_ALGO_TWOSHOT;
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);

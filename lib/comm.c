@@ -95,6 +95,7 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
   GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&comm->sm_count, cudaDevAttrMultiProcessorCount, dev));
   GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking));
   comm->device = dev;
+  GC_CHECK(gc__ce_init(comm));
   return GC_SUCCESS;
 }
 
@@ -102,6 +103,7 @@ static void comm_free(gc_comm_t comm) {
   if (comm->device >= 0) {
     gc__symmetric_release_all(comm);
     gc__transport_destroy(comm);
+    gc__ce_destroy(comm);
     if (comm->stream) cudaStreamDestroy(comm->stream);
   }
   gc__mpi_release(comm);
@@ -122,7 +124,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
   comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (auto, oneshot, twoshot, mpi, multimem)",
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (auto, oneshot, twoshot, twoshot_push, mpi, multimem, copyengine)",
                    gc__param_str(GC_PARAM_ALGO));
 
   const char *aware = gc__param_str(GC_PARAM_CUDA_AWARE);

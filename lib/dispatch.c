@@ -20,28 +20,39 @@ typedef struct {
 #define MB ((size_t)1 << 20)
 #define ANY SIZE_MAX
 
-/* First matching row wins. All-reduce rows come from bench/results/ (4 x H200, bf16, graph
- * replay, each algorithm forced, NCCL beside it): one-shot up to 256 KB is the push kernel
- * (3.8-7.9 us); from 1 MB to 1 GB two-shot by reads beats two-shot by writes (4 MB: 31.3 vs
- * 33.5 us; 1 GB: 4890 vs 6680 us), which wins at 1 MB (14.5 vs 15.6 us). On 2 GPUs two-shot by
- * writes beat NCCL up to 64 MB. 5-8 GPUs: not measured (no 8-GPU host yet); the 4-GPU choices
- * with the one-shot limit halved, as each rank pulls (n-1) x size. */
+/* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole
+ * output). Small sizes: the push kernels (bench/results, 4 x H200, bf16, graph replay, NCCL
+ * beside). Large sizes: the copy-engine path (copyengine.c), which moves every byte at the copy
+ * engines' ~378 GB/s per GPU where SM reads reach ~323 (bench/results/linkprobe-h200x4.txt);
+ * it needs an output from gc_mem_alloc and falls back to the kernels otherwise. The limits
+ * between kernels and copy engines are first guesses until measured; 5-8 GPUs: not measured (no
+ * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, 32 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
     {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, 16 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_TWOSHOT, 132},
-    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 1, 2, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, 16 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_REDUCESCATTER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_REDUCESCATTER, 2, 8, 16 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_REDUCESCATTER, 2, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLGATHER, 2, 8, 4 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLGATHER, 2, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
     /* Broadcast on 4 GPUs (bench/results/sweep-h200x4, float32): one stage 6.2 us vs two
      * stages 12.7 us at 256 KB, 15.9 vs 16.1 us at 1 MB, 42.1 vs 32.5 us at 4 MB. */
     {GC_COLL_BROADCAST, 3, 8, 1 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_BROADCAST, 3, 8, 4 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
 };
 
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
@@ -120,7 +131,8 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     if (rows[i].max_bytes == ANY) snprintf(upto, sizeof upto, "any");
     else snprintf(upto, sizeof upto, "%zu", rows[i].max_bytes);
     const char *algo = gc_algo_name(rows[i].algo);
-    if (rows[i].coll == GC_COLL_BROADCAST) algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
+    if (rows[i].coll == GC_COLL_BROADCAST && rows[i].algo != GC_ALGO_COPYENGINE)
+      algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
     n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d\n", gc__coll_name(rows[i].coll), gpus, upto,
                           algo, rows[i].max_blocks);
   }

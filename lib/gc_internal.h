@@ -19,11 +19,11 @@
 #define GC_PARAM_MAP(XX)                                                                              \
   XX(DEBUG, "GC_DEBUG", "", "log level: WARN, INFO or TRACE (empty = silent)")                      \
   XX(DEBUG_SUBSYS, "GC_DEBUG_SUBSYS", "ALL", "comma list of INIT,COLL,P2P,MPI,TUNE,MEM or ALL")     \
-  XX(ALGO, "GC_ALGO", "auto", "force an algorithm: auto, oneshot, twoshot, mpi, multimem")          \
+  XX(ALGO, "GC_ALGO", "auto", "force an algorithm by name (auto, oneshot, twoshot, mpi, ...)")          \
   XX(MAX_BLOCKS, "GC_MAX_BLOCKS", "0", "cap on the grid of every kernel (0 = dispatch table)")      \
   XX(TIMEOUT_MS, "GC_TIMEOUT_MS", "120000", "bound on every wait for a peer, device or MPI (ms)")   \
   XX(LOCAL_SIZE, "GC_LOCAL_SIZE", "0", "ranks per node; splits one host into nodes (0 = MPI)")      \
-  XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
+  XX(STAGING_BYTES, "GC_STAGING_BYTES", "134217728", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
@@ -109,6 +109,8 @@ GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call
  * The communicator.
  * ------------------------------------------------------------------------------------------- */
 #define GC_COMM_MAGIC 0x67636f6du /* "gcom" */
+#define GC_CE_RING 4                        /* per-chunk events of the copy-engine path, reused */
+#define GC_CE_EVENTS (4 + 2 * GC_CE_RING)
 
 /* A buffer from gc_mem_alloc: its base on every local rank, mapped into this process. */
 typedef struct gc__symmetric {
@@ -143,6 +145,8 @@ struct gc_comm {
   int p2p_ready;      /* one node, every pair of GPUs reaches each other: kernels usable */
   int peer_access[GC_MAX_LOCAL_RANKS];
   cudaStream_t stream;   /* the communicator's own stream */
+  cudaStream_t ce_copy, ce_compute;         /* the copy-engine path's side streams (copyengine.c) */
+  cudaEvent_t ce_events[GC_CE_EVENTS];
   gc__transport_t tp;
   gc__symmetric_t *symmetric;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
@@ -198,6 +202,25 @@ GC_HIDDEN void gc__symmetric_release_all(gc_comm_t comm);
 /* Finds ptr inside a gc_mem_alloc buffer: peers[r] = the same offset in rank r's buffer. */
 GC_HIDDEN bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
                                     void *peers[GC_MAX_LOCAL_RANKS]);
+
+/* copyengine.c: large collectives moved by copy engine (see the file). recv_peers[r] is the
+ * output's mapping on rank r: the output must come from gc_mem_alloc. base: the kernels'
+ * arguments for the call (peers, op, epilogue, grid). Sizes: bytes per element of input (es) and
+ * output (os); for all-gather `part` and for broadcast `bytes` are byte counts. */
+struct gc_kargs;
+struct gc_kpeers;
+GC_HIDDEN gc_result_t gc__ce_init(gc_comm_t comm);
+GC_HIDDEN void gc__ce_destroy(gc_comm_t comm);
+GC_HIDDEN gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, const void *send,
+                                       void *const recv_peers[], size_t count, size_t es, size_t os,
+                                       const void *add, cudaStream_t stream);
+GC_HIDDEN gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send,
+                                           void *recv, const size_t *off, const size_t *len, size_t es,
+                                           size_t os, const void *add, cudaStream_t stream);
+GC_HIDDEN gc_result_t gc__ce_allgather(gc_comm_t comm, const struct gc_kpeers *peers, const void *send,
+                                       void *const recv_peers[], size_t part, cudaStream_t stream);
+GC_HIDDEN gc_result_t gc__ce_broadcast(gc_comm_t comm, const struct gc_kpeers *peers, const void *send,
+                                       void *const recv_peers[], size_t bytes, int root, cudaStream_t stream);
 
 /* bootstrap.c: the MPI control plane. */
 GC_HIDDEN gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg);

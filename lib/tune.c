@@ -9,11 +9,11 @@
 
 /* What can be tried per collective; the dispatcher refuses (GC_ERR_UNSUPPORTED, on every rank
  * alike) what this communicator cannot run, and such candidates are skipped. */
-static const gc_algo_t candidates[GC_NUM_COLLS][4] = {
-    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_MPI},
-    [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT, GC_ALGO_MPI},
-    [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT, GC_ALGO_MPI},
-    [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI},
+static const gc_algo_t candidates[GC_NUM_COLLS][5] = {
+    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+    [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+    [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+    [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
 };
 
 typedef struct {
@@ -89,7 +89,7 @@ static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) 
       if (t.count == 0) continue;
       gc_algo_t best = GC_ALGO_AUTO;
       double best_us = 0;
-      for (int k = 0; k < 4 && candidates[c][k] != GC_ALGO_AUTO; k++) {
+      for (int k = 0; k < (int)(sizeof candidates[c] / sizeof candidates[c][0]) && candidates[c][k] != GC_ALGO_AUTO; k++) {
         t.opts.algo = candidates[c][k];
         int graph = comm->device >= 0 && t.opts.algo != GC_ALGO_MPI;
         int iters = bytes >= ((size_t)64 << 20) ? 3 : 10;

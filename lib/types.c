@@ -103,7 +103,7 @@ gc_result_t gc_algo_from_name(const char *name, gc_algo_t *out) {
   int i = lookup(name, algo_names, GC_NUM_ALGOS, NULL);
   if (i < 0)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT,
-                   "unknown algorithm '%s' (auto, oneshot, twoshot, mpi, multimem)", name);
+                   "unknown algorithm '%s' (auto, oneshot, twoshot, twoshot_push, mpi, multimem, copyengine)", name);
   *out = (gc_algo_t)i;
   return GC_SUCCESS;
 }

@@ -53,10 +53,13 @@ for s in "${@:-build tests bench}"; do
         step bench4_$c 120 $mpirun -np 4 "$build/bench/gpucoll-bench" $c --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
         grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
       done ;;
-    algos)  # every all-reduce algorithm forced, beside NCCL: the data behind the dispatch table
-      for a in oneshot twoshot twoshot_push; do
-        step algo4_$a 60 $mpirun -np 4 "$build/bench/gpucoll-bench" allreduce -a $a --vs nccl -G 1 -d bfloat16 -b 64K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$a.csv"
-        grep -vE "^#( |$)" "$logs/algo4_$a.log" | tail -10
+    algos)  # each collective with each large-size algorithm forced: the data behind the dispatch table
+      for c in "allreduce twoshot" "allreduce twoshot_push" "allreduce copyengine" "reducescatter oneshot" \
+               "reducescatter copyengine" "allgather oneshot" "allgather copyengine" "broadcast twoshot" \
+               "broadcast copyengine"; do
+        set -- $c
+        step algo4_$1_$2 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $1 -a $2 -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$1_$2.csv"
+        grep -E "^ +[0-9]" "$logs/algo4_$1_$2.log" | awk -v c="$1 $2" '{printf "%-26s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;

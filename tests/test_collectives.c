@@ -1,13 +1,34 @@
 /* test_collectives.c — reduce-scatter (1-D, 2-D on both axes, uneven splits, in place), all-gather
- * and broadcast (every dtype incl. fp8, every root, in place, odd counts). */
+ * and broadcast (every dtype incl. fp8, every root, in place, odd counts); the same cases again
+ * through the copy-engine path on symmetric buffers, with a small staging area for many chunks. */
 #include <stdlib.h>
 #include <string.h>
+
+#include <mpi.h>
 
 #include "gc_internal.h"
 #include "gc_test.h"
 
 enum { GUARD = 16 };
 static int salt_counter = 1000000;
+
+/* How the cases run: the algorithm asked for, and whether outputs (and reduce-scatter inputs)
+ * come from gc_mem_alloc, which every rank calls in the same order. */
+static gc_algo_t mode_algo = GC_ALGO_AUTO;
+static int mode_symmetric = 0;
+
+static void *buf_alloc(size_t bytes) {
+  if (!mode_symmetric) return gc_test_alloc(bytes);
+  void *p = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  return p;
+}
+
+static void buf_free(void *p) {
+  if (!mode_symmetric) gc_test_free(p);
+  else if (p) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
+}
 
 static const gc_dtype_t reducible[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16, GC_FLOAT64,
                                        GC_INT32,   GC_INT64,   GC_UINT8};
@@ -69,9 +90,9 @@ static int run_rs(const rs_case_t *c) {
            c->two_d ? "_2d" : "", gc_op_name(c->op), gc_dtype_name(dt), gc_dtype_name(odt), c->rows,
            c->cols, c->axis, c->in_place ? " in place" : "", c->scale, c->with_add ? " +add" : "");
 
-  char *send = gc_test_alloc(total * isz + GUARD);
+  char *send = buf_alloc(total * isz + GUARD);
   gc_test_fill(send, total, dt, me, salt);
-  char *recv = c->in_place ? send + in_off * isz : gc_test_alloc(mine * osz + GUARD);
+  char *recv = c->in_place ? send + in_off * isz : buf_alloc(mine * osz + GUARD);
   if (!c->in_place) gc_test_poison(recv, mine * osz + GUARD);
   void *add = NULL, *add_host = NULL;
   if (c->with_add) {
@@ -85,6 +106,7 @@ static int run_rs(const rs_case_t *c) {
   o.scale = c->scale;
   o.add = add;
   o.out_dtype = c->out_dtype;
+  o.algo = mode_algo;
   gc_result_t r = c->two_d ? gc_reducescatter_2d(send, recv, c->rows, c->cols, c->axis, dt, c->op,
                                                  gc_test_comm, NULL, &o)
                            : gc_reducescatter_ex(send, recv, c->cols, dt, c->op, gc_test_comm, NULL, &o);
@@ -100,8 +122,8 @@ static int run_rs(const rs_case_t *c) {
   free(host);
   free(add_host);
   gc_test_free(add);
-  if (!c->in_place) gc_test_free(recv);
-  gc_test_free(send);
+  if (!c->in_place) buf_free(recv);
+  buf_free(send);
   return gc_test_all(ok);
 }
 
@@ -245,11 +267,13 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   size_t es = gc_dtype_size(dt), total = count * (size_t)n;
   char what[120];
   snprintf(what, sizeof what, "allgather %s count %zu%s", gc_dtype_name(dt), count, in_place ? " in place" : "");
-  char *recv = gc_test_alloc(total * es + GUARD);
+  char *recv = buf_alloc(total * es + GUARD);
   gc_test_poison(recv, total * es + GUARD);
   char *send = in_place ? recv + (size_t)me * count * es : gc_test_alloc(count * es);
   gc_test_fill(send, count, dt, me, salt);
-  gc_result_t r = gc_allgather(send, recv, count, dt, gc_test_comm, NULL);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = mode_algo;
+  gc_result_t r = gc_allgather_ex(send, recv, count, dt, gc_test_comm, NULL, &o);
   if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
   int ok = r == GC_SUCCESS;
   if (!ok)
@@ -270,7 +294,7 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   free(host);
   free(want);
   if (!in_place) gc_test_free(send);
-  gc_test_free(recv);
+  buf_free(recv);
   return gc_test_all(ok);
 }
 
@@ -293,14 +317,16 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   char what[120];
   snprintf(what, sizeof what, "broadcast %s count %zu root %d%s", gc_dtype_name(dt), count, root,
            in_place ? " in place" : "");
-  char *recv = gc_test_alloc(count * es + GUARD);
+  char *recv = buf_alloc(count * es + GUARD);
   gc_test_poison(recv, count * es + GUARD);
   char *send = NULL;
   if (me == root) {
     send = in_place ? recv : gc_test_alloc(count * es);
     gc_test_fill(send, count, dt, root, salt);
   }
-  gc_result_t r = gc_broadcast(send, recv, count, dt, root, gc_test_comm, NULL);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = mode_algo;
+  gc_result_t r = gc_broadcast_ex(send, recv, count, dt, root, gc_test_comm, NULL, &o);
   if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
   int ok = r == GC_SUCCESS;
   if (!ok)
@@ -324,7 +350,7 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   free(host);
   free(want);
   if (send && send != recv) gc_test_free(send);
-  gc_test_free(recv);
+  buf_free(recv);
   return gc_test_all(ok);
 }
 
@@ -340,6 +366,74 @@ static void test_broadcast(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* ---- the copy-engine path -------------------------------------------------------------------- */
+
+static int copyengine_cases(void) {
+  int bad = 0;
+  static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT64, GC_INT32, GC_UINT8};
+  static const size_t counts[] = {1, 3, 1021, 262147};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      for (int ip = 0; ip < 2; ip++) {
+        rs_case_t c = rs1(dts[d], ip ? GC_MAX : GC_SUM, counts[k], ip);
+        bad += !run_rs(&c);
+      }
+  rs_case_t e = rs1(GC_BFLOAT16, GC_SUM, 300007, 0);
+  e.scale = 0.25;
+  e.with_add = 1;
+  e.out_dtype = GC_FP8_E4M3;
+  bad += !run_rs(&e);
+  rs_case_t rows = {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1, 0, 1001, 517, 0, 1.0, 0}; /* axis 0, uneven */
+  bad += !run_rs(&rows);
+  for (int d = 0; d < GC_NUM_DTYPES; d++)
+    for (int ip = 0; ip < 2; ip++) bad += !run_ag((gc_dtype_t)d, 65537, ip);
+  bad += !run_ag(GC_BFLOAT16, 3, 0);
+  bad += !run_ag(GC_BFLOAT16, 2097169, 1);
+  for (int root = 0; root < gc_test_size; root++)
+    for (int ip = 0; ip < 2; ip++) {
+      bad += !run_bc(GC_BFLOAT16, 1, root, ip);
+      bad += !run_bc(GC_FLOAT32, 65537, root, ip);
+      bad += !run_bc(GC_UINT8, 30000017, root, ip); /* several 8 MB slices per owner */
+    }
+  return bad;
+}
+
+static void test_copyengine(void) {
+  int ready = 0;
+  if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
+  if (!ready || gc_test_size < 2) {
+    gc_test_note("copy-engine path: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped");
+    return;
+  }
+  mode_algo = GC_ALGO_COPYENGINE;
+  mode_symmetric = 1;
+  int bad = copyengine_cases();
+  /* A 1 MB staging area: inbox rows of tens of KB, so every reduce-scatter runs many chunks
+   * through all of its buffers. */
+  gc_comm_t keep = gc_test_comm, small = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 1 << 20;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  gc_test_comm = small;
+  bad += copyengine_cases();
+  gc_test_comm = keep;
+  GC_TEST_OK(gc_comm_destroy(small));
+  /* Column blocks are not contiguous and outputs must be symmetric: asking is an error, the
+   * dispatch table's choice falls back to the kernels. */
+  mode_symmetric = 0;
+  void *send = gc_test_alloc(64 * 64 * 4), *recv = gc_test_alloc(64 * 64 * 4);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_COPYENGINE;
+  CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 64, 64, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  CU_ASSERT_EQUAL(gc_allgather_ex(send, recv, 16, GC_FLOAT32, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
+  gc_test_free(send);
+  gc_test_free(recv);
+  mode_algo = GC_ALGO_AUTO;
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 void gc_test_suite_collectives(void) {
   static const gc_test_case_t tests[] = {{"reduce-scatter 1-D", test_rs_1d},
                                          {"reduce-scatter epilogue", test_rs_epilogue},
@@ -348,6 +442,7 @@ void gc_test_suite_collectives(void) {
                                          {"reduce-scatter bits equal all-reduce bits", test_rs_matches_allreduce},
                                          {"all-gather", test_allgather},
                                          {"broadcast", test_broadcast},
+                                         {"copy-engine path", test_copyengine},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);
 }

@@ -258,6 +258,80 @@ static void test_graph_capture(void) {
   gc_test_free(gather);
 }
 
+/* The copy-engine all-reduce on symmetric buffers: dtypes, ops, in place, unaligned offsets,
+ * a fused epilogue with a cast, a 1 MB staging area (many pipeline chunks), graph capture and
+ * replay; and a clear refusal when the output is not symmetric. */
+static void test_copyengine_allreduce(void) {
+  if (!need_p2p("copy-engine all-reduce") || gc_test_size < 2) return;
+  gc_comm_t small = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 1 << 20;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  gc_comm_t comms[2] = {gc_test_comm, small};
+  size_t n = 5 * 1048576 + 3;
+  int salt = 900;
+  void *add = gc_test_alloc(n * 2);
+  gc_test_fill(add, n, GC_BFLOAT16, -1, 899);
+  for (int k = 0; k < 2; k++) {
+    gc_comm_t c = comms[k];
+    void *a = NULL, *b = NULL;
+    GC_TEST_OK(gc_mem_alloc(c, n * 4, &a));
+    GC_TEST_OK(gc_mem_alloc(c, n * 4, &b));
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = GC_ALGO_COPYENGINE;
+    check_allreduce(c, "copyengine bf16 sum", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine f32 sum in place", a, a, n, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine i32 avg", a, b, 1000003, GC_INT32, GC_AVG, &o, salt++);
+    check_allreduce(c, "copyengine f64 max", a, b, 7, GC_FLOAT64, GC_MAX, &o, salt++);
+    check_allreduce(c, "copyengine f16 min", a, b, 1, GC_FLOAT16, GC_MIN, &o, salt++);
+    check_allreduce(c, "copyengine unaligned bf16", (char *)a + 2, (char *)b + 6, 700001, GC_BFLOAT16, GC_SUM, &o,
+                    salt++);
+    o.scale = 0.5;
+    o.add = add;
+    o.out_dtype = GC_FP8_E4M3;
+    check_allreduce(c, "copyengine bf16 scale+add -> fp8", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    GC_TEST_OK(gc_mem_free(c, a));
+    GC_TEST_OK(gc_mem_free(c, b));
+  }
+  GC_TEST_OK(gc_comm_destroy(small));
+
+  /* Captured once, replayed three times on fresh inputs. */
+  size_t m = 3 * 1048576 + 11;
+  void *a = NULL, *b = NULL, *stream = NULL, *exec = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, m * 2, &a));
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, m * 2, &b));
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_COPYENGINE;
+  int capture_ok = gc_test_capture(stream, 1, NULL) == 0;
+  gc_result_t r = gc_allreduce_ex(a, b, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
+  CU_ASSERT_EQUAL(r, GC_SUCCESS);
+  CU_ASSERT_FATAL(gc_test_all(capture_ok && r == GC_SUCCESS));
+  unsigned short *h = malloc(m * 2);
+  for (int replay = 0; replay < 3; replay++) {
+    gc_test_fill(a, m, GC_BFLOAT16, gc_test_rank, 950 + replay);
+    gc_test_poison(b, m * 2);
+    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
+    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+    gc_test_download(h, b, m * 2);
+    gc_test_red_t R;
+    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 950 + replay);
+    CU_ASSERT_EQUAL(gc_test_check_red("copyengine graph replay", &R, h, m, 97), 0);
+  }
+  free(h);
+  gc_test_graph_destroy(exec);
+
+  /* An output peers cannot write: refused when asked for by name. */
+  void *plain = gc_test_alloc(m * 2);
+  CU_ASSERT_EQUAL(gc_allreduce_ex(a, plain, m, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
+  gc_test_free(plain);
+  gc_test_free(add);
+  GC_TEST_OK(gc_mem_free(gc_test_comm, a));
+  GC_TEST_OK(gc_mem_free(gc_test_comm, b));
+}
+
 /* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
  * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. */
 static void test_forced_timeout(void) {
@@ -313,6 +387,7 @@ void gc_test_suite_p2p(void) {
       {"fused epilogue", test_fused_epilogue},
       {"pdl", test_pdl},
       {"graph capture and replay", test_graph_capture},
+      {"copy-engine all-reduce", test_copyengine_allreduce},
       {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},
       {NULL, NULL},

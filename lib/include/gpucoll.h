@@ -123,7 +123,8 @@ typedef enum gc_op {
   XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
   XX(TWOSHOT_PUSH, "twoshot_push", "two-shot by writes: scatter to owners, reduce, write back")  \
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
-  XX(MULTIMEM, "multimem", "NVLink multicast; off unless GC_MULTIMEM=1 and no kill switch set")
+  XX(MULTIMEM, "multimem", "NVLink multicast; off unless GC_MULTIMEM=1 and no kill switch set")  \
+  XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; output from gc_mem_alloc")
 
 typedef enum gc_algo {
 #define GC__ALGO_ENUM(name, str, doc) GC_ALGO_##name,

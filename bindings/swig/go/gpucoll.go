@@ -69,6 +69,7 @@ var (
 	AlgoTwoShotPush = Algo(raw.GC_ALGO_TWOSHOT_PUSH)
 	AlgoMPI         = Algo(raw.GC_ALGO_MPI)
 	AlgoMultimem    = Algo(raw.GC_ALGO_MULTIMEM)
+	AlgoCopyEngine  = Algo(raw.GC_ALGO_COPYENGINE)
 )
 
 func (a Algo) String() string { return raw.Gc_algo_name(raw.Enum_SS_gc_algo(a)) }

@@ -1,0 +1,242 @@
+/* copyengine.c — large collectives whose bytes cross NVLink by copy engine (cudaMemcpyAsync to a
+ * peer's mapped memory) while the SMs only reduce local data and meet at barriers.
+ *
+ * Why: on the 4 x H200 host every GPU moving data at once gets ~323 GB/s per GPU from SM reads,
+ * ~351 from SM writes, and ~378 from the copy engines when each GPU copies to one peer at a time
+ * (bench/results/linkprobe-h200x4.txt). So every GPU issues its copies one after another on one
+ * copy stream, to the peers in turn (me+1, me+2, ...): at any moment the GPUs form a permutation.
+ *
+ * Two side streams per communicator, forked from the caller's stream and joined back (so the
+ * whole call is one piece of the caller's stream, graph capture included): `copy` carries the
+ * copies, `compute` the barriers and the reductions. Reductions are the reduce-scatter kernel on
+ * local data (own input + inbox rows in rank order), so results are the kernels' bits.
+ *
+ * All-reduce and reduce-scatter pipeline over chunks: copy slice q of chunk c into rank q's inbox
+ * (a staging row per source, NB buffers), then rank q reduces it (its kernel's barrier tells it
+ * every row arrived); all-reduce then copies the result into every peer's output. Buffer c % NB
+ * is written again only after the reduction of chunk c - NB + 1 passed its barrier on this rank,
+ * which every peer reaches only once its reduction of chunk c - NB (the buffer's last reader) is
+ * done. A barrier at entry keeps a call's copies out of buffers and outputs a peer still uses. */
+#include <string.h>
+
+#include "gc_internal.h"
+#include "kernels.h"
+
+enum { EV_FORK, EV_ENTRY, EV_COPIED, EV_JOIN, EV_SCATTERED, EV_REDUCED = EV_SCATTERED + GC_CE_RING };
+
+/* Made with the communicator (creating streams inside a graph capture is not allowed). */
+gc_result_t gc__ce_init(gc_comm_t comm) {
+  GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->ce_copy, cudaStreamNonBlocking));
+  GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->ce_compute, cudaStreamNonBlocking));
+  for (int i = 0; i < GC_CE_EVENTS; i++)
+    GC_CUDA_CHECK(NULL, cudaEventCreateWithFlags(&comm->ce_events[i], cudaEventDisableTiming));
+  return GC_SUCCESS;
+}
+
+void gc__ce_destroy(gc_comm_t comm) {
+  for (int i = 0; i < GC_CE_EVENTS; i++)
+    if (comm->ce_events[i]) cudaEventDestroy(comm->ce_events[i]);
+  if (comm->ce_copy) cudaStreamDestroy(comm->ce_copy);
+  if (comm->ce_compute) cudaStreamDestroy(comm->ce_compute);
+}
+
+/* `after` waits for what `before` has been given so far, through event i. */
+static gc_result_t follow(gc_comm_t comm, cudaStream_t after, cudaStream_t before, int i) {
+  GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[i], before));
+  GC_CUDA_CHECK(comm, cudaStreamWaitEvent(after, comm->ce_events[i], 0));
+  return GC_SUCCESS;
+}
+
+static gc_result_t barrier(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_t s) {
+  int e = gc_kernel_barrier(peers, s);
+  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "barrier kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
+  return GC_SUCCESS;
+}
+
+static gc_result_t copy(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src)
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm->ce_copy));
+  return GC_SUCCESS;
+}
+
+/* Both side streams start after what the caller's stream holds; the copies wait for the entry
+ * barrier (every peer has reached this call). */
+static gc_result_t begin(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_t stream) {
+  GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[EV_FORK], stream));
+  GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[EV_FORK], 0));
+  GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_compute, comm->ce_events[EV_FORK], 0));
+  GC_CHECK(barrier(comm, peers, comm->ce_compute));
+  return follow(comm, comm->ce_copy, comm->ce_compute, EV_ENTRY);
+}
+
+/* The caller's stream continues once both side streams are done; with `final_barrier`, only
+ * once every peer's copies into our buffers are done too. */
+static gc_result_t end(gc_comm_t comm, const gc_kpeers_t *peers, int final_barrier, cudaStream_t stream) {
+  GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, EV_COPIED));
+  if (final_barrier) GC_CHECK(barrier(comm, peers, comm->ce_compute));
+  GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[EV_JOIN], comm->ce_compute));
+  GC_CUDA_CHECK(comm, cudaStreamWaitEvent(stream, comm->ce_events[EV_JOIN], 0));
+  GC_CUDA_CHECK(comm, cudaStreamWaitEvent(stream, comm->ce_events[EV_COPIED], 0));
+  return GC_SUCCESS;
+}
+
+/* Inbox layout in every rank's staging area: NB buffers of n rows (one per source rank) of
+ * `row` bytes. The row is at most 16 MB (copies that size run at full speed) and a multiple of
+ * 4 KB, so every row starts aligned for any dtype. */
+typedef struct {
+  int nb;
+  size_t row;
+} inbox_t;
+
+static inbox_t inbox_layout(gc_comm_t comm, int nb) {
+  inbox_t ib = {nb, comm->tp.staging_bytes / ((size_t)nb * comm->local_size)};
+  if (ib.row > ((size_t)16 << 20)) ib.row = (size_t)16 << 20;
+  ib.row &= ~(size_t)4095;
+  return ib;
+}
+
+static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk, int src) {
+  return comm->tp.staging[rank] + ((chunk % ib->nb) * comm->local_size + src) * ib->row;
+}
+
+static int ring_event(int base, size_t c) { return base + (int)(c % GC_CE_RING); }
+
+/* Reduces this rank's piece of chunk c (w elements) from its own input and its inbox rows, in
+ * rank order, into out; the kernel's first barrier is where every row is known to have arrived. */
+static gc_result_t reduce_chunk(gc_comm_t comm, const gc_kargs_t *base, const inbox_t *ib, size_t c, const char *own,
+                                char *out, const char *add, size_t w) {
+  gc_kargs_t a = *base;
+  int me = comm->local_rank;
+  for (int p = 0; p < comm->local_size; p++) a.in[p] = p == me ? own : inbox_row(comm, ib, me, c, p);
+  a.region[me] = (gc_kregion_t){1, w, 0, 0, 0};
+  a.recv = out;
+  a.ep.add = add;
+  a.pdl = 0;
+  int e = gc_kernel_reducescatter(&a, comm->ce_compute);
+  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
+  return GC_SUCCESS;
+}
+
+/* Slice q of a chunk of cn elements: n slices of a 16-element multiple, the last ones shorter. */
+static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
+  size_t per = ((cn + n - 1) / n + 15) & ~(size_t)15;
+  *s0 = (size_t)q * per < cn ? (size_t)q * per : cn;
+  *sn = *s0 + per < cn ? per : cn - *s0;
+}
+
+gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *const recv_peers[],
+                             size_t count, size_t es, size_t os, const void *add, cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank;
+  const inbox_t ib = inbox_layout(comm, 2);
+  const size_t chunk = ib.row / es * n, chunks = (count + chunk - 1) / chunk;
+  const char *in = send, *plus = add;
+  char *const *out = (char *const *)recv_peers;
+  GC_CHECK(begin(comm, &base->peers, stream));
+  for (size_t c = 0; c <= chunks; c++) {
+    if (c < chunks) {
+      const size_t c0 = c * chunk, cn = count - c0 < chunk ? count - c0 : chunk;
+      /* inbox buffer c % 2 was last read by the reduction of chunk c - 2: see the file comment */
+      if (c >= 2) GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - 1)], 0));
+      for (int s = 1; s < n; s++) {
+        int q = (me + s) % n;
+        size_t s0, sn;
+        slice(cn, n, q, &s0, &sn);
+        GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (c0 + s0) * es, sn * es));
+      }
+      GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
+      size_t s0, sn;
+      slice(cn, n, me, &s0, &sn);
+      GC_CHECK(reduce_chunk(comm, base, &ib, c, in + (c0 + s0) * es, out[me] + (c0 + s0) * os,
+                            plus ? plus + (c0 + s0) * es : NULL, sn));
+      GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
+    }
+    if (c >= 1) { /* the previous chunk's result goes to every peer while this chunk reduces */
+      const size_t g = c - 1, g0 = g * chunk, gn = count - g0 < chunk ? count - g0 : chunk;
+      size_t s0, sn;
+      slice(gn, n, me, &s0, &sn);
+      GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, g)], 0));
+      for (int s = 1; s < n; s++) {
+        int q = (me + s) % n;
+        GC_CHECK(copy(comm, out[q] + (g0 + s0) * os, out[me] + (g0 + s0) * os, sn * os));
+      }
+    }
+  }
+  return end(comm, &base->peers, 1, stream);
+}
+
+gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,
+                                 const size_t *off, const size_t *len, size_t es, size_t os, const void *add,
+                                 cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank;
+  const inbox_t ib = inbox_layout(comm, 3);
+  size_t maxlen = 0;
+  for (int r = 0; r < n; r++) maxlen = len[r] > maxlen ? len[r] : maxlen;
+  const size_t chunk = ib.row / es, chunks = (maxlen + chunk - 1) / chunk;
+  const char *in = send, *plus = add;
+  GC_CHECK(begin(comm, &base->peers, stream));
+  for (size_t c = 0; c < chunks; c++) {
+    const size_t c0 = c * chunk;
+    if (c >= 3) GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - 2)], 0));
+    for (int s = 1; s < n; s++) {
+      int q = (me + s) % n;
+      size_t w = len[q] > c0 ? len[q] - c0 : 0;
+      GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, (w < chunk ? w : chunk) * es));
+    }
+    GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
+    size_t w = len[me] > c0 ? len[me] - c0 : 0;
+    GC_CHECK(reduce_chunk(comm, base, &ib, c, in + (off[me] + c0) * es, (char *)recv + c0 * os,
+                          plus ? plus + c0 * es : NULL, w < chunk ? w : chunk));
+    GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
+  }
+  /* No closing barrier: the output is local, and every row sent to us was read before our last
+   * reduction finished; the next call's entry barrier guards the inboxes. */
+  return end(comm, &base->peers, 0, stream);
+}
+
+gc_result_t gc__ce_allgather(gc_comm_t comm, const gc_kpeers_t *peers, const void *send, void *const recv_peers[],
+                             size_t part, cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank;
+  char *const *out = (char *const *)recv_peers;
+  GC_CHECK(begin(comm, peers, stream));
+  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part));
+  if (out[me] + me * part != (const char *)send) /* our own part, beside the peer copies */
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me] + me * part, send, part, cudaMemcpyDeviceToDevice, comm->ce_compute));
+  return end(comm, peers, 1, stream);
+}
+
+/* Broadcast: root copies chunk c's slice o to owner o (the other ranks in order); after a barrier
+ * per chunk each owner copies its slice on to the other owners. Root never waits; owners forward
+ * one chunk behind it, so root's link and every owner's in-link stay busy. */
+gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const void *send, void *const recv_peers[],
+                             size_t bytes, int root, cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank, owners = n - 1;
+  char *const *out = (char *const *)recv_peers;
+  const size_t chunk = (size_t)owners * (8u << 20), chunks = (bytes + chunk - 1) / chunk;
+  GC_CHECK(begin(comm, peers, stream));
+  if (me == root && out[me] != (const char *)send)
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me], send, bytes, cudaMemcpyDeviceToDevice, comm->ce_compute));
+  for (size_t c = 0; c < chunks; c++) {
+    const size_t c0 = c * chunk, cn = bytes - c0 < chunk ? bytes - c0 : chunk;
+    if (me == root) {
+      for (int k = 0; k < owners; k++) {
+        int o = (int)((k + c) % owners), r = o < root ? o : o + 1;
+        size_t s0, sn;
+        slice(cn, owners, o, &s0, &sn);
+        GC_CHECK(copy(comm, out[r] + c0 + s0, (const char *)send + c0 + s0, sn));
+      }
+      GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
+      GC_CHECK(barrier(comm, peers, comm->ce_compute));
+    } else {
+      GC_CHECK(barrier(comm, peers, comm->ce_compute));
+      GC_CHECK(follow(comm, comm->ce_copy, comm->ce_compute, ring_event(EV_SCATTERED, c)));
+      int mine = me < root ? me : me - 1;
+      size_t s0, sn;
+      slice(cn, owners, mine, &s0, &sn);
+      for (int s = 1; s < n; s++) {
+        int r = (me + s) % n;
+        if (r != root) GC_CHECK(copy(comm, out[r] + c0 + s0, out[me] + c0 + s0, sn));
+      }
+    }
+  }
+  return end(comm, peers, 1, stream);
+}
