@@ -26,6 +26,13 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
     store_at<T, A, VEC>(a, R.out_offset + i0 * R.width + j0, acc0, a.recv, plain);
     if (has1) store_at<T, A, VEC>(a, R.out_offset + i1 * R.width + j1, acc1, a.recv, plain);
   }
+  // A 1-D region may end in a partial pack: its last elements one by one.
+  if (VEC && R.rows == 1)
+    for (size_t j = row_packs * E + global_thread(); j < R.width; j += G) {
+      A acc[1];
+      reduce_at<T, A, OPK, false>(a, R.in_offset + j, acc);
+      store_at<T, A, false>(a, R.out_offset + j, acc, a.recv, false);
+    }
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
@@ -37,7 +44,7 @@ static cudaError_t launch(const gc_kargs_t *a, cudaStream_t s) {
   constexpr size_t E = 16 / sizeof(T);
   const gc_kregion_t &R = a->region[a->peers.rank];
   // The whole grid takes the same path on this rank; ranks may differ (nothing is published).
-  bool vec = R.width % E == 0 && R.in_offset % E == 0 && (R.rows == 1 || R.in_ld % E == 0) && R.out_offset % E == 0;
+  bool vec = (R.width % E == 0 || R.rows == 1) && R.in_offset % E == 0 && (R.rows == 1 || R.in_ld % E == 0) && R.out_offset % E == 0;
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, true>, *a);
   return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, false>, *a);

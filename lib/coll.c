@@ -129,11 +129,15 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   gc__plan_t planv = *plan_in, *plan = &planv;
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    int sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
-    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_TWOSHOT, plan));
+    /* An input peers cannot read is first copied into the output, which needs the same dtype. */
+    int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
+    int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
+    GC_CHECK(copyengine_or(comm, o, out_ok && (in_ok || os == es),
+                           out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
+                           GC_ALGO_TWOSHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-      return gc__ce_allreduce(comm, &a, send, sym_out, count, es, os, o->add, stream);
+      return gc__ce_allreduce(comm, &a, in_ok ? sym_in : NULL, send, sym_out, count, es, os, o->add, stream);
     }
   }
   if (plan->algo == GC_ALGO_ONESHOT && count * es <= GC_PUSH_MAX_BYTES) {

@@ -1,22 +1,23 @@
 /* copyengine.c — large collectives whose bytes cross NVLink by copy engine (cudaMemcpyAsync to a
- * peer's mapped memory) while the SMs only reduce local data and meet at barriers.
+ * peer's mapped memory), with the SMs reducing and meeting at barriers.
  *
- * Why: on the 4 x H200 host every GPU moving data at once gets ~323 GB/s per GPU from SM reads,
- * ~351 from SM writes, and ~378 from the copy engines when each GPU copies to one peer at a time
- * (bench/results/linkprobe-h200x4.txt). So every GPU issues its copies one after another on one
- * copy stream, to the peers in turn (me+1, me+2, ...): at any moment the GPUs form a permutation.
+ * Why: on the 4 x H200 host, with every GPU moving data at once, SM reads give ~323 GB/s per GPU,
+ * SM writes ~351, and the copy engines ~378 when each GPU copies to one peer at a time
+ * (bench/results/linkprobe-h200x4.txt; three copies at once to three peers fell to ~200). So each
+ * GPU issues its copies one after another, to the peers in turn (me+1, me+2, ...): at any moment
+ * the GPUs form a permutation.
  *
- * Two side streams per communicator, forked from the caller's stream and joined back (so the
- * whole call is one piece of the caller's stream, graph capture included): `copy` carries the
- * copies, `compute` the barriers and the reductions. Reductions are the reduce-scatter kernel on
- * local data (own input + inbox rows in rank order), so results are the kernels' bits.
+ * All-gather and all-reduce run on the caller's stream (barrier kernels order the GPUs). Broadcast
+ * and reduce-scatter pipeline over chunks on two side streams forked from the caller's stream and
+ * joined back, so a call stays one piece of that stream, graph capture included: `copy` carries
+ * the copies, `compute` the barriers and reductions.
  *
- * All-reduce and reduce-scatter pipeline over chunks: copy slice q of chunk c into rank q's inbox
- * (a staging row per source, NB buffers), then rank q reduces it (its kernel's barrier tells it
- * every row arrived); all-reduce then copies the result into every peer's output. Buffer c % NB
- * is written again only after the reduction of chunk c - NB + 1 passed its barrier on this rank,
- * which every peer reaches only once its reduction of chunk c - NB (the buffer's last reader) is
- * done. A barrier at entry keeps a call's copies out of buffers and outputs a peer still uses. */
+ * Reduce-scatter copies piece q of chunk c into rank q's inbox (a staging row per source, NB
+ * buffers), and rank q reduces its own input and the rows in rank order with the reduce-scatter
+ * kernel, whose first barrier is where every row has arrived. Buffer c % NB is written again only
+ * after this rank's reduction of chunk c - NB + 1 passed that barrier, which every peer reaches
+ * only once its reduction of chunk c - NB (the buffer's last reader) is done. An entry barrier
+ * keeps a call's copies out of buffers and outputs a peer still uses. */
 #include <string.h>
 
 #include "gc_internal.h"
@@ -53,9 +54,8 @@ static gc_result_t barrier(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_
   return GC_SUCCESS;
 }
 
-static gc_result_t copy(gc_comm_t comm, void *dst, const void *src, size_t bytes) {
-  if (bytes && dst != src)
-    GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm->ce_copy));
+static gc_result_t copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
+  if (bytes && dst != src) GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
   return GC_SUCCESS;
 }
 
@@ -124,44 +124,31 @@ static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
   *sn = *s0 + per < cn ? per : cn - *s0;
 }
 
-gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *const recv_peers[],
-                             size_t count, size_t es, size_t os, const void *add, cudaStream_t stream) {
+/* All-reduce: the reduce-scatter kernel reduces this rank's slice from every rank's input (SM
+ * reads over NVLink, zero-copy) into its own output, then the copy engine writes that slice into
+ * every peer's output, one peer after another (the all-gather above, ~385 GB/s against ~323 for
+ * SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
+ * call, so its output may be written; the closing barrier is where every slice has arrived. An
+ * input that is not symmetric is first copied into the (symmetric) output and reduced in place.
+ * In place is safe: slice q of rank r's buffer is read only by rank q, before rank q writes it. */
+gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
+                             const void *send, void *const recv_peers[], size_t count, size_t es, size_t os,
+                             const void *add, cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
-  const inbox_t ib = inbox_layout(comm, 2);
-  const size_t chunk = ib.row / es * n, chunks = (count + chunk - 1) / chunk;
-  const char *in = send, *plus = add;
   char *const *out = (char *const *)recv_peers;
-  GC_CHECK(begin(comm, &base->peers, stream));
-  for (size_t c = 0; c <= chunks; c++) {
-    if (c < chunks) {
-      const size_t c0 = c * chunk, cn = count - c0 < chunk ? count - c0 : chunk;
-      /* inbox buffer c % 2 was last read by the reduction of chunk c - 2: see the file comment */
-      if (c >= 2) GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - 1)], 0));
-      for (int s = 1; s < n; s++) {
-        int q = (me + s) % n;
-        size_t s0, sn;
-        slice(cn, n, q, &s0, &sn);
-        GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (c0 + s0) * es, sn * es));
-      }
-      GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
-      size_t s0, sn;
-      slice(cn, n, me, &s0, &sn);
-      GC_CHECK(reduce_chunk(comm, base, &ib, c, in + (c0 + s0) * es, out[me] + (c0 + s0) * os,
-                            plus ? plus + (c0 + s0) * es : NULL, sn));
-      GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
-    }
-    if (c >= 1) { /* the previous chunk's result goes to every peer while this chunk reduces */
-      const size_t g = c - 1, g0 = g * chunk, gn = count - g0 < chunk ? count - g0 : chunk;
-      size_t s0, sn;
-      slice(gn, n, me, &s0, &sn);
-      GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, g)], 0));
-      for (int s = 1; s < n; s++) {
-        int q = (me + s) % n;
-        GC_CHECK(copy(comm, out[q] + (g0 + s0) * os, out[me] + (g0 + s0) * os, sn * os));
-      }
-    }
-  }
-  return end(comm, &base->peers, 1, stream);
+  gc_kargs_t a = *base;
+  for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
+  if (!send_peers && out[me] != (const char *)send)
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me], send, count * es, cudaMemcpyDeviceToDevice, stream));
+  size_t s0, sn;
+  slice(count, n, me, &s0, &sn);
+  a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
+  a.recv = out[me] + s0 * os;
+  a.ep.add = add ? (const char *)add + s0 * es : NULL;
+  int e = gc_kernel_reducescatter(&a, stream);
+  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
+  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
+  return barrier(comm, &base->peers, stream);
 }
 
 gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,
@@ -180,7 +167,7 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
     for (int s = 1; s < n; s++) {
       int q = (me + s) % n;
       size_t w = len[q] > c0 ? len[q] - c0 : 0;
-      GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, (w < chunk ? w : chunk) * es));
+      GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, (w < chunk ? w : chunk) * es, comm->ce_copy));
     }
     GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
     size_t w = len[me] > c0 ? len[me] - c0 : 0;
@@ -198,7 +185,7 @@ gc_result_t gc__ce_allgather(gc_comm_t comm, const gc_kpeers_t *peers, const voi
   const int n = comm->local_size, me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
   GC_CHECK(begin(comm, peers, stream));
-  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part));
+  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part, comm->ce_copy));
   if (out[me] + me * part != (const char *)send) /* our own part, beside the peer copies */
     GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me] + me * part, send, part, cudaMemcpyDeviceToDevice, comm->ce_compute));
   return end(comm, peers, 1, stream);
@@ -222,7 +209,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
         int o = (int)((k + c) % owners), r = o < root ? o : o + 1;
         size_t s0, sn;
         slice(cn, owners, o, &s0, &sn);
-        GC_CHECK(copy(comm, out[r] + c0 + s0, (const char *)send + c0 + s0, sn));
+        GC_CHECK(copy(comm, out[r] + c0 + s0, (const char *)send + c0 + s0, sn, comm->ce_copy));
       }
       GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
       GC_CHECK(barrier(comm, peers, comm->ce_compute));
@@ -234,7 +221,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
       slice(cn, owners, mine, &s0, &sn);
       for (int s = 1; s < n; s++) {
         int r = (me + s) % n;
-        if (r != root) GC_CHECK(copy(comm, out[r] + c0 + s0, out[me] + c0 + s0, sn));
+        if (r != root) GC_CHECK(copy(comm, out[r] + c0 + s0, out[me] + c0 + s0, sn, comm->ce_copy));
       }
     }
   }

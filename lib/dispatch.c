@@ -21,37 +21,38 @@ typedef struct {
 #define ANY SIZE_MAX
 
 /* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole
- * output). Small sizes: the push kernels (bench/results, 4 x H200, bf16, graph replay, NCCL
- * beside). Large sizes: the copy-engine path (copyengine.c), which moves every byte at the copy
- * engines' ~378 GB/s per GPU where SM reads reach ~323 (bench/results/linkprobe-h200x4.txt);
- * it needs an output from gc_mem_alloc and falls back to the kernels otherwise. The limits
- * between kernels and copy engines are first guesses until measured; 5-8 GPUs: not measured (no
- * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
+ * output). Measured on 4 x H200 (bench/results: bf16, graph replay, each algorithm forced, NCCL
+ * beside): up to 256 KB the push kernels; all-reduce 1-64 MB two-shot by reads (4 MB: 31.7 us vs
+ * 34.8 by writes), above that the copy-engine all-gather half (copyengine.c; all-gather alone
+ * 2089 us at 1 GB where the kernel takes 2494, 385 vs 323 GB/s) beats the kernels' from 256 MB
+ * and ties at 64 MB. The copy-engine reduce-scatter (pipelined through inboxes) ran at ~202 GB/s
+ * and is never picked. The copy-engine path needs outputs from gc_mem_alloc and falls back to
+ * the kernels otherwise. 2 GPUs: see the rows' comments; 5-8 GPUs: not measured (no 8-GPU host
+ * yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 2, 2, 32 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
     {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
-    {GC_COLL_ALLREDUCE, 3, 4, 16 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, 16 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_REDUCESCATTER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_REDUCESCATTER, 2, 8, 16 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_REDUCESCATTER, 2, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 2, 8, 4 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_ALLGATHER, 2, 8, 64 * MB, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLGATHER, 2, 8, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_ONESHOT, 132},
     {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
-    /* Broadcast on 4 GPUs (bench/results/sweep-h200x4, float32): one stage 6.2 us vs two
-     * stages 12.7 us at 256 KB, 15.9 vs 16.1 us at 1 MB, 42.1 vs 32.5 us at 4 MB. */
+    /* 4 GPUs: one stage 6.2 us vs two stages 12.7 us at 256 KB, 15.9 vs 16.1 us at 1 MB, 42.1 vs
+     * 32.5 us at 4 MB (sweep-h200x4, float32); two stages 306 us vs copy engine 316 at 64 MB,
+     * 1383 vs 1081 at 256 MB (bf16). */
     {GC_COLL_BROADCAST, 3, 8, 1 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 3, 8, 4 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_BROADCAST, 3, 8, 64 * MB, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
 };
 

@@ -23,7 +23,7 @@
   XX(MAX_BLOCKS, "GC_MAX_BLOCKS", "0", "cap on the grid of every kernel (0 = dispatch table)")      \
   XX(TIMEOUT_MS, "GC_TIMEOUT_MS", "120000", "bound on every wait for a peer, device or MPI (ms)")   \
   XX(LOCAL_SIZE, "GC_LOCAL_SIZE", "0", "ranks per node; splits one host into nodes (0 = MPI)")      \
-  XX(STAGING_BYTES, "GC_STAGING_BYTES", "134217728", "registered staging bytes per rank and GPU")    \
+  XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
@@ -211,9 +211,10 @@ struct gc_kargs;
 struct gc_kpeers;
 GC_HIDDEN gc_result_t gc__ce_init(gc_comm_t comm);
 GC_HIDDEN void gc__ce_destroy(gc_comm_t comm);
-GC_HIDDEN gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, const void *send,
-                                       void *const recv_peers[], size_t count, size_t es, size_t os,
-                                       const void *add, cudaStream_t stream);
+/* send_peers: the input's mapping on every rank, or NULL when the input is not symmetric. */
+GC_HIDDEN gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
+                                       const void *send, void *const recv_peers[], size_t count, size_t es,
+                                       size_t os, const void *add, cudaStream_t stream);
 GC_HIDDEN gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send,
                                            void *recv, const size_t *off, const size_t *len, size_t es,
                                            size_t os, const void *add, cudaStream_t stream);

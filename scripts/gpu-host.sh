@@ -53,13 +53,17 @@ for s in "${@:-build tests bench}"; do
         step bench4_$c 120 $mpirun -np 4 "$build/bench/gpucoll-bench" $c --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
         grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
       done ;;
-    algos)  # each collective with each large-size algorithm forced: the data behind the dispatch table
-      for c in "allreduce twoshot" "allreduce twoshot_push" "allreduce copyengine" "reducescatter oneshot" \
-               "reducescatter copyengine" "allgather oneshot" "allgather copyengine" "broadcast twoshot" \
-               "broadcast copyengine"; do
-        set -- $c
-        step algo4_$1_$2 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $1 -a $2 -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/algo4_$1_$2.csv"
-        grep -E "^ +[0-9]" "$logs/algo4_$1_$2.log" | awk -v c="$1 $2" '{printf "%-26s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+    algos)  # collectives with an algorithm forced, 1 MB - 1 GB: the data behind the dispatch table.
+      # Entries: "GPUS COLLECTIVE ALGORITHM [VAR=VALUE]"; ALGOS replaces the default list.
+      default_algos="4:allreduce:twoshot 4:allreduce:copyengine 4:reducescatter:copyengine
+        4:reducescatter:copyengine:GC_STAGING_BYTES=268435456 4:reducescatter:copyengine:GC_MAX_BLOCKS=16
+        4:allgather:copyengine 4:broadcast:copyengine 2:allreduce:twoshot_push 2:allreduce:copyengine
+        2:allgather:oneshot 2:allgather:copyengine 2:broadcast:oneshot 2:broadcast:copyengine"
+      for entry in ${ALGOS:-$default_algos}; do
+        IFS=: read -r np coll algo var <<< "$entry"
+        name=algo${np}_${coll}_${algo}${var:+_${var%%=*}}
+        step "$name" 60 env $var $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
+        grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;
