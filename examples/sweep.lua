@@ -9,7 +9,7 @@ usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=val
   SIZES   bytes per collective (nccl-tests' size): 1K:256M (x2 steps), 1K:256M:4 (x4 steps)
           or a list 4K,1M,64M; default 1K:256M:4 on GPUs, 1K:4M:4 on host buffers
   OUTDIR  where sweep.csv, sweep.json and sweep.png go (default sweep-results)
-  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,twoshot,twoshot_push,mpi
+  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,twoshot,twoshot_push,copyengine,mpi
   dtype=float32  iters=20  warmup=5  graph=1  nccl=1  check=1  host=0 (1: host buffers on GPUs too)
 ]]
 
@@ -23,9 +23,9 @@ local comm <close> = assert(gpucoll.comm { use_gpu = not util.truthy(opts.host) 
 local n, rank = comm.size, comm.rank
 -- Device buffers and graph timing only when every rank has a GPU; the same choice everywhere.
 local on_gpu = util.all_gpu(comm)
-local where = on_gpu and "device" or "host"
+local where = on_gpu and "device" or "host" -- "device": symmetric (gc_mem_alloc) buffers
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,twoshot,twoshot_push,mpi" or "auto,mpi"))
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,twoshot,twoshot_push,copyengine,mpi" or "auto,mpi"))
 local colls, dtype = util.list(opts.colls), opts.dtype
 local iters, warmup = tonumber(opts.iters), tonumber(opts.warmup)
 local graph = on_gpu and util.truthy(opts.graph)
@@ -40,7 +40,7 @@ end
 
 if rank == 0 then
   print(string.format("# gpucoll %s sweep: %d ranks, %s buffers, %s, %d sizes, iters %d, graph %s%s",
-    gpucoll.version, n, where, dtype, #sizes, iters, tostring(graph),
+    gpucoll.version, n, where == "device" and "symmetric device" or where, dtype, #sizes, iters, tostring(graph),
     nccl and (", NCCL " .. nccl:version()) or ""))
 end
 
@@ -56,8 +56,14 @@ for ci, coll in ipairs(colls) do
     gpucoll.progress(step, steps, coll .. " " .. util.human(size))
     local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype)
     if count > 0 then
-      local send <close> = assert(comm:buffer(nsend, dtype, where))
-      local recv <close> = assert(comm:buffer(nrecv, dtype, where))
+      -- On GPUs, gc_mem_alloc buffers (comm:symmetric): the kernels use them in place and the
+      -- copy-engine path writes into them; both are freed collectively as the block ends.
+      local function buffer(count)
+        if where == "device" then return comm:symmetric(count, dtype) end
+        return comm:buffer(count, dtype, where)
+      end
+      local send <close> = assert(buffer(nsend))
+      local recv <close> = assert(buffer(nrecv))
       local seeds = {}
       for r = 0, n - 1 do seeds[r + 1] = base + si * 1000 + ci * 100 + r end
       send:fill(seeds[rank + 1])

@@ -198,7 +198,8 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
                              size_t bytes, int root, cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank, owners = n - 1;
   char *const *out = (char *const *)recv_peers;
-  const size_t chunk = (size_t)owners * (8u << 20), chunks = (bytes + chunk - 1) / chunk;
+  /* One owner (2 GPUs): a single copy, nothing to forward. */
+  const size_t chunk = owners == 1 ? bytes : (size_t)owners * (8u << 20), chunks = (bytes + chunk - 1) / chunk;
   GC_CHECK(begin(comm, peers, stream));
   if (me == root && out[me] != (const char *)send)
     GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me], send, bytes, cudaMemcpyDeviceToDevice, comm->ce_compute));

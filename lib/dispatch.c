@@ -21,32 +21,34 @@ typedef struct {
 #define ANY SIZE_MAX
 
 /* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole
- * output). Measured on 4 x H200 (bench/results: bf16, graph replay, each algorithm forced, NCCL
- * beside): up to 256 KB the push kernels; all-reduce 1-64 MB two-shot by reads (4 MB: 31.7 us vs
- * 34.8 by writes), above that the copy-engine all-gather half (copyengine.c; all-gather alone
- * 2089 us at 1 GB where the kernel takes 2494, 385 vs 323 GB/s) beats the kernels' from 256 MB
- * and ties at 64 MB. The copy-engine reduce-scatter (pipelined through inboxes) ran at ~202 GB/s
- * and is never picked. The copy-engine path needs outputs from gc_mem_alloc and falls back to
- * the kernels otherwise. 2 GPUs: see the rows' comments; 5-8 GPUs: not measured (no 8-GPU host
- * yet), the 4-GPU choices with the one-shot limit halved. */
+ * output). From bench/results (4 and 2 x H200, bf16, graph replay, each algorithm forced): up to
+ * 256 KB the push kernels; all-reduce 1-32 MB two-shot by reads, then the copy-engine form
+ * (reduce-scatter kernel + copy-engine all-gather, copyengine.c), which ties the kernels at 64 MB
+ * on 4 GPUs and wins above; all-gather and broadcast switch to the copy engines past the sizes
+ * in the row comments (kernel vs copy engine, us). The copy-engine reduce-scatter (pipelined
+ * through inboxes) ran at 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path needs
+ * outputs from gc_mem_alloc and falls back to the kernels otherwise. 5-8 GPUs: not measured (no
+ * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
     {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
-    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT, 132}, /* 16 MB: 94.5 vs 104.5 us; 64 MB: 323.2 vs 319.6 */
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT, 132},
+    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 2, 8, 64 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 2, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 119.2 vs 114.1 us */
+    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 164.8 vs 167.4 us */
+    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 217.4 vs 220.3 us */
     {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
     /* 4 GPUs: one stage 6.2 us vs two stages 12.7 us at 256 KB, 15.9 vs 16.1 us at 1 MB, 42.1 vs
      * 32.5 us at 4 MB (sweep-h200x4, float32); two stages 306 us vs copy engine 316 at 64 MB,
