@@ -107,7 +107,7 @@ static gc_result_t launched(gc_comm_t comm, int err, const char *what) {
 
 /* The copy-engine path writes into peers' outputs, so it needs an output from gc_mem_alloc and
  * 2+ GPUs. When it cannot run, a call that asked for it fails; the dispatch table's choice falls
- * back to `instead`. */
+ * back to `instead` (plan->algo is changed, and the kernel path below takes the call). */
 static gc_result_t copyengine_or(gc_comm_t comm, const gc_options_t *o, int usable, const char *why,
                                  gc_algo_t instead, gc__plan_t *plan) {
   if (usable && comm->local_size >= 2) return GC_SUCCESS;
@@ -123,10 +123,9 @@ static char *staging_in(gc_comm_t comm, int r) { return comm->tp.staging[r]; }
 static char *staging_pub(gc_comm_t comm, int r) { return comm->tp.staging[r] + staging_half(comm); }
 
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
-                                 gc_op_t op, const gc_options_t *o, const gc__plan_t *plan_in, cudaStream_t stream) {
+                                 gc_op_t op, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
-  gc__plan_t planv = *plan_in, *plan = &planv;
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
@@ -205,7 +204,7 @@ typedef struct {
 } split_t;
 
 static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *recv, const split_t *sp,
-                                     gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, const gc__plan_t *plan,
+                                     gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, gc__plan_t *plan,
                                      cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
@@ -214,9 +213,8 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    gc__plan_t other = *plan;
-    GC_CHECK(copyengine_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, &other));
-    if (other.algo == GC_ALGO_COPYENGINE)
+    GC_CHECK(copyengine_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_COPYENGINE)
       return gc__ce_reducescatter(comm, &a, send, recv, sp->off, sp->len, es, os, o->add, stream);
   }
   if (sp->axis == 1) {
@@ -276,7 +274,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
 }
 
 static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
-                                 const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+                                 const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype);
   void *sym_in[GC_MAX_LOCAL_RANKS];
@@ -291,11 +289,10 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    gc__plan_t other = *plan;
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, &other));
-    if (other.algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
+    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
   if (count * es <= GC_PUSH_MAX_BYTES) {
     a.send = send;
@@ -320,7 +317,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
 }
 
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
-                                 int root, const gc_options_t *o, const gc__plan_t *plan, cudaStream_t stream) {
+                                 int root, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype);
   void *sym[GC_MAX_LOCAL_RANKS];
@@ -328,11 +325,11 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    gc__plan_t other = *plan;
-    GC_CHECK(copyengine_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, &other));
-    gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
-    if (other.algo == GC_ALGO_COPYENGINE) return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
-    return p2p_broadcast(comm, send, recv, count, dtype, root, o, &other, stream);
+    GC_CHECK(copyengine_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_COPYENGINE) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+      return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
+    }
   }
   int two_stage = plan->algo == GC_ALGO_TWOSHOT;
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;

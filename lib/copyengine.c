@@ -18,12 +18,12 @@
  * after this rank's reduction of chunk c - NB + 1 passed that barrier, which every peer reaches
  * only once its reduction of chunk c - NB (the buffer's last reader) is done. An entry barrier
  * keeps a call's copies out of buffers and outputs a peer still uses. */
-#include <string.h>
-
 #include "gc_internal.h"
 #include "kernels.h"
 
-enum { EV_FORK, EV_ENTRY, EV_COPIED, EV_JOIN, EV_SCATTERED, EV_REDUCED = EV_SCATTERED + GC_CE_RING };
+enum { EV_FORK, EV_ENTRY, EV_COPIED, EV_JOIN, EV_SCATTERED, EV_REDUCED = EV_SCATTERED + GC_CE_RING,
+       EV_COUNT = EV_REDUCED + GC_CE_RING };
+_Static_assert(EV_COUNT == GC_CE_EVENTS, "GC_CE_EVENTS (gc_internal.h) must count the events used here");
 
 /* Made with the communicator (creating streams inside a graph capture is not allowed). */
 gc_result_t gc__ce_init(gc_comm_t comm) {
@@ -48,12 +48,19 @@ static gc_result_t follow(gc_comm_t comm, cudaStream_t after, cudaStream_t befor
   return GC_SUCCESS;
 }
 
+static gc_result_t reduce(gc_comm_t comm, const gc_kargs_t *a, cudaStream_t s) {
+  int e = gc_kernel_reducescatter(a, s);
+  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
+  return GC_SUCCESS;
+}
+
 static gc_result_t barrier(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_t s) {
   int e = gc_kernel_barrier(peers, s);
   if (e) return GC_FAIL(comm, GC_ERR_CUDA, "barrier kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
   return GC_SUCCESS;
 }
 
+/* Peer or local copies alike (nothing to do when src is dst already). */
 static gc_result_t copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
   if (bytes && dst != src) GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
   return GC_SUCCESS;
@@ -112,9 +119,7 @@ static gc_result_t reduce_chunk(gc_comm_t comm, const gc_kargs_t *base, const in
   a.recv = out;
   a.ep.add = add;
   a.pdl = 0;
-  int e = gc_kernel_reducescatter(&a, comm->ce_compute);
-  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
-  return GC_SUCCESS;
+  return reduce(comm, &a, comm->ce_compute);
 }
 
 /* Slice q of a chunk of cn elements: n slices of a 16-element multiple, the last ones shorter. */
@@ -126,8 +131,8 @@ static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
 
 /* All-reduce: the reduce-scatter kernel reduces this rank's slice from every rank's input (SM
  * reads over NVLink, zero-copy) into its own output, then the copy engine writes that slice into
- * every peer's output, one peer after another (the all-gather above, ~385 GB/s against ~323 for
- * SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
+ * every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s against ~323
+ * for SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
  * call, so its output may be written; the closing barrier is where every slice has arrived. An
  * input that is not symmetric is first copied into the (symmetric) output and reduced in place.
  * In place is safe: slice q of rank r's buffer is read only by rank q, before rank q writes it. */
@@ -138,15 +143,13 @@ gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *
   char *const *out = (char *const *)recv_peers;
   gc_kargs_t a = *base;
   for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
-  if (!send_peers && out[me] != (const char *)send)
-    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me], send, count * es, cudaMemcpyDeviceToDevice, stream));
+  if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
   size_t s0, sn;
   slice(count, n, me, &s0, &sn);
   a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
   a.recv = out[me] + s0 * os;
   a.ep.add = add ? (const char *)add + s0 * es : NULL;
-  int e = gc_kernel_reducescatter(&a, stream);
-  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
+  GC_CHECK(reduce(comm, &a, stream));
   for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
   return barrier(comm, &base->peers, stream);
 }
@@ -186,8 +189,7 @@ gc_result_t gc__ce_allgather(gc_comm_t comm, const gc_kpeers_t *peers, const voi
   char *const *out = (char *const *)recv_peers;
   GC_CHECK(begin(comm, peers, stream));
   for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part, comm->ce_copy));
-  if (out[me] + me * part != (const char *)send) /* our own part, beside the peer copies */
-    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me] + me * part, send, part, cudaMemcpyDeviceToDevice, comm->ce_compute));
+  GC_CHECK(copy(comm, out[me] + me * part, send, part, comm->ce_compute)); /* ours, beside the peer copies */
   return end(comm, peers, 1, stream);
 }
 
@@ -201,8 +203,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
   /* One owner (2 GPUs): a single copy, nothing to forward. */
   const size_t chunk = owners == 1 ? bytes : (size_t)owners * (8u << 20), chunks = (bytes + chunk - 1) / chunk;
   GC_CHECK(begin(comm, peers, stream));
-  if (me == root && out[me] != (const char *)send)
-    GC_CUDA_CHECK(comm, cudaMemcpyAsync(out[me], send, bytes, cudaMemcpyDeviceToDevice, comm->ce_compute));
+  if (me == root) GC_CHECK(copy(comm, out[me], send, bytes, comm->ce_compute));
   for (size_t c = 0; c < chunks; c++) {
     const size_t c0 = c * chunk, cn = bytes - c0 < chunk ? bytes - c0 : chunk;
     if (me == root) {
