@@ -254,12 +254,8 @@ static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) 
 }  // namespace gc
 
 extern "C" int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) {
-  bool sum = a->op == GC_SUM;
-  switch (a->dtype) {
-#define GC__CASE(code, T, A) \
-  case code: return sum ? gc::launch<T, A, gc::OPK_SUM>(a, algo, s) : gc::launch<T, A, gc::OPK_ANY>(a, algo, s);
-    GC_REDUCE_DTYPES(GC__CASE)
-#undef GC__CASE
-  }
-  return cudaErrorInvalidValue;
+  return gc::with_reduce_types(a->dtype, a->op, [&](auto t) {
+    using R = decltype(t);
+    return gc::launch<typename R::T, typename R::A, R::OPK>(a, algo, s);
+  });
 }

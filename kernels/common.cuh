@@ -29,6 +29,27 @@ namespace gc {
 // at run time, a uniform branch that costs nothing next to an NVLink load.
 enum OpKind { OPK_SUM = 0, OPK_ANY = 1 };
 
+// A reduction's compile-time types, handed to a launcher by with_reduce_types.
+template <typename T_, typename A_, int OPK_>
+struct ReduceTypes {
+  using T = T_;
+  using A = A_;
+  static constexpr int OPK = OPK_;
+};
+
+// Calls launch(ReduceTypes<T, A, OPK>{}) for a run-time dtype and op: the one place where the
+// reducible dtypes become template instantiations.
+template <typename F>
+cudaError_t with_reduce_types(int dtype, int op, F &&launch) {
+  switch (dtype) {
+#define GC__CASE(code, T, A) \
+  case code: return op == GC_SUM ? launch(ReduceTypes<T, A, OPK_SUM>{}) : launch(ReduceTypes<T, A, OPK_ANY>{});
+    GC_REDUCE_DTYPES(GC__CASE)
+#undef GC__CASE
+  }
+  return cudaErrorInvalidValue;
+}
+
 #define GC_LAUNCH_BOUNDS __launch_bounds__(GC_KTHREADS)
 
 __host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }

@@ -106,12 +106,8 @@ extern "C" int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStr
 extern "C" int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t s) {
   size_t most = 0;
   for (int q = 0; q < a->peers.nranks; q++) most = a->region[q].width > most ? a->region[q].width : most;
-  bool sum = a->op == GC_SUM;
-  switch (a->dtype) {
-#define GC__CASE(code, T, A) \
-  case code: return sum ? gc::launch_rs<T, A, gc::OPK_SUM>(a, most, s) : gc::launch_rs<T, A, gc::OPK_ANY>(a, most, s);
-    GC_REDUCE_DTYPES(GC__CASE)
-#undef GC__CASE
-  }
-  return cudaErrorInvalidValue;
+  return gc::with_reduce_types(a->dtype, a->op, [&](auto t) {
+    using R = decltype(t);
+    return gc::launch_rs<typename R::T, typename R::A, R::OPK>(a, most, s);
+  });
 }

@@ -53,12 +53,8 @@ static cudaError_t launch(const gc_kargs_t *a, cudaStream_t s) {
 }  // namespace gc
 
 extern "C" int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t s) {
-  bool sum = a->op == GC_SUM;
-  switch (a->dtype) {
-#define GC__CASE(code, T, A) \
-  case code: return sum ? gc::launch<T, A, gc::OPK_SUM>(a, s) : gc::launch<T, A, gc::OPK_ANY>(a, s);
-    GC_REDUCE_DTYPES(GC__CASE)
-#undef GC__CASE
-  }
-  return cudaErrorInvalidValue;
+  return gc::with_reduce_types(a->dtype, a->op, [&](auto t) {
+    using R = decltype(t);
+    return gc::launch<typename R::T, typename R::A, R::OPK>(a, s);
+  });
 }
