@@ -77,7 +77,7 @@ kernel_t pick(bool write, bool split) {
 struct Gpu {
   uint4 *src, *dst;  // kMaxGpus regions each
   cudaStream_t stream[kMaxGpus];
-  cudaEvent_t start, stop;
+  cudaEvent_t start, stop, copied[kMaxGpus];  // copied[i]: stream i's copy is done
 };
 
 static int ngpu;
@@ -116,11 +116,8 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
                                     region_bytes, g.stream[i]));
         }
         for (int i = 1; i < c; i++) {
-          cudaEvent_t e;
-          CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-          CHECK(cudaEventRecord(e, g.stream[i]));
-          CHECK(cudaStreamWaitEvent(g.stream[0], e, 0));
-          CHECK(cudaEventDestroy(e));
+          CHECK(cudaEventRecord(g.copied[i], g.stream[i]));
+          CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[i], 0));
         }
       } else {
         Peers P;
@@ -181,7 +178,10 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&g.dst, kMaxGpus * region_bytes));
     CHECK(cudaMemset(g.src, d + 1, kMaxGpus * region_bytes));
     CHECK(cudaMemset(g.dst, 0, kMaxGpus * region_bytes));
-    for (int i = 0; i < kMaxGpus; i++) CHECK(cudaStreamCreateWithFlags(&g.stream[i], cudaStreamNonBlocking));
+    for (int i = 0; i < kMaxGpus; i++) {
+      CHECK(cudaStreamCreateWithFlags(&g.stream[i], cudaStreamNonBlocking));
+      CHECK(cudaEventCreateWithFlags(&g.copied[i], cudaEventDisableTiming));
+    }
     CHECK(cudaEventCreate(&g.start));
     CHECK(cudaEventCreate(&g.stop));
   }
