@@ -38,11 +38,6 @@ void gc_test_free(void *p) {
   else free(p);
 }
 
-void gc_test_upload(void *dst, const void *host_src, size_t bytes) {
-  if (gc_test_on_gpu) GC_TEST_OK(gc_memcpy(gc_test_comm, dst, host_src, bytes));
-  else memcpy(dst, host_src, bytes);
-}
-
 void gc_test_download(void *host_dst, const void *src, size_t bytes) {
   if (gc_test_on_gpu) GC_TEST_OK(gc_memcpy(gc_test_comm, host_dst, src, bytes));
   else memcpy(host_dst, src, bytes);
@@ -144,14 +139,6 @@ void gc_test_red_ref(const gc_test_red_t *R, size_t i, double *ref, double *mag)
   *mag = m;
 }
 
-double gc_test_reduce_ref(gc_dtype_t dtype, gc_op_t op, int salt, size_t i) {
-  gc_test_red_t R;
-  double ref, mag;
-  gc_test_red_init(&R, dtype, op, salt);
-  gc_test_red_ref(&R, i, &ref, &mag);
-  return ref;
-}
-
 /* precision p (bits incl. the implicit one) and smallest normal of each float type */
 static void float_traits(gc_dtype_t dt, int *p, double *tiny, double *maxv) {
   *maxv = INFINITY;
@@ -183,10 +170,6 @@ int gc_test_close_ex(gc_dtype_t out_dtype, gc_dtype_t in_dtype, double got, doub
   return fabs(got - ref) <= tol;
 }
 
-int gc_test_close(gc_dtype_t dtype, double got, double ref) {
-  return gc_test_close_ex(dtype, dtype, got, ref, fabs(ref));
-}
-
 /* Every stride-th index below tail, then every index from tail on. */
 static size_t next_index(size_t i, size_t stride, size_t tail) {
   if (i >= tail) return i + 1;
@@ -206,21 +189,6 @@ size_t gc_test_check_red(const char *what, const gc_test_red_t *R, const void *o
         fprintf(stderr, "[rank %d] %s: element %zu is %.17g, expected %.17g (%s %s -> %s)\n",
                 gc_test_rank, what, i, got, ref, gc_dtype_name(R->dtype), gc_op_name(R->op),
                 gc_dtype_name(R->out_dtype));
-      bad++;
-    }
-  }
-  return bad;
-}
-
-size_t gc_test_compare(const char *what, const void *out, gc_dtype_t dtype, size_t count,
-                       double (*ref)(void *ctx, size_t i), void *ctx) {
-  size_t bad = 0;
-  for (size_t i = 0; i < count; i++) {
-    double want = ref(ctx, i), got = gc__load_double(out, i, dtype);
-    if (!gc_test_close(dtype, got, want)) {
-      if (bad < 5)
-        fprintf(stderr, "[rank %d] %s: element %zu is %.17g, expected %.17g (%s)\n", gc_test_rank,
-                what, i, got, want, gc_dtype_name(dtype));
       bad++;
     }
   }

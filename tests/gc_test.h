@@ -30,7 +30,6 @@ extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED 
  * The allocation fails the test (fatally) when memory is short. */
 void *gc_test_alloc(size_t bytes);
 void gc_test_free(void *p);
-void gc_test_upload(void *dst, const void *host_src, size_t bytes);
 void gc_test_download(void *host_dst, const void *src, size_t bytes);
 /* Fills with 0xFF bytes: a NaN in every float type (fp8 included), so unwritten output shows. */
 void gc_test_poison(void *buf, size_t bytes);
@@ -66,15 +65,6 @@ size_t gc_test_check_red(const char *what, const gc_test_red_t *R, const void *o
 /* Tolerance: exact for integers; floats within 2 ulp of the output type relative to
  * max(|ref|, smallest normal) plus the accumulator's rounding over `mag`. NaN never passes. */
 int gc_test_close_ex(gc_dtype_t out_dtype, gc_dtype_t in_dtype, double got, double ref, double mag);
-/* The same for a result of dtype computed from inputs of dtype: gc_test_close_ex(d, d, got, ref,
- * |ref|). */
-int gc_test_close(gc_dtype_t dtype, double got, double ref);
-/* The float64 reference of `op` over every rank's input element i (no epilogue). */
-double gc_test_reduce_ref(gc_dtype_t dtype, gc_op_t op, int salt, size_t i);
-/* Compares out (host copy, dtype) with ref(ctx, i) for i in [0, count) using gc_test_close;
- * returns the wrong count and prints the first few on stderr with `what`. */
-size_t gc_test_compare(const char *what, const void *out, gc_dtype_t dtype, size_t count,
-                       double (*ref)(void *ctx, size_t i), void *ctx);
 
 /* 1 on every rank when ok is 1 on every rank. */
 int gc_test_all(int ok);

@@ -46,6 +46,15 @@ static int fetch_checked(char *host, const char *dev, size_t bytes, int guarded,
   return 1;
 }
 
+/* A collective's result, synchronized when it succeeded; 0 (and a note on stderr) on failure. */
+static int finished(gc_result_t r, const char *what) {
+  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
+  if (r != GC_SUCCESS)
+    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r),
+            gc_comm_last_error(gc_test_comm));
+  return r == GC_SUCCESS;
+}
+
 /* ---- reduce-scatter ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -110,11 +119,7 @@ static int run_rs(const rs_case_t *c) {
   gc_result_t r = c->two_d ? gc_reducescatter_2d(send, recv, c->rows, c->cols, c->axis, dt, c->op,
                                                  gc_test_comm, NULL, &o)
                            : gc_reducescatter_ex(send, recv, c->cols, dt, c->op, gc_test_comm, NULL, &o);
-  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
-  int ok = r == GC_SUCCESS;
-  if (!ok)
-    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r),
-            gc_comm_last_error(gc_test_comm));
+  int ok = finished(r, what);
   char *host = malloc(mine * osz + GUARD);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   if (ok) ok = fetch_checked(host, recv, mine * osz, !c->in_place, what);
@@ -273,11 +278,7 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   gc_test_fill(send, count, dt, me, salt);
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = mode_algo;
-  gc_result_t r = gc_allgather_ex(send, recv, count, dt, gc_test_comm, NULL, &o);
-  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
-  int ok = r == GC_SUCCESS;
-  if (!ok)
-    fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(r), gc_comm_last_error(gc_test_comm));
+  int ok = finished(gc_allgather_ex(send, recv, count, dt, gc_test_comm, NULL, &o), what);
   char *host = malloc(total * es + GUARD), *want = malloc(total * es + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
@@ -326,11 +327,7 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   }
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = mode_algo;
-  gc_result_t r = gc_broadcast_ex(send, recv, count, dt, root, gc_test_comm, NULL, &o);
-  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, NULL);
-  int ok = r == GC_SUCCESS;
-  if (!ok)
-    fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(r), gc_comm_last_error(gc_test_comm));
+  int ok = finished(gc_broadcast_ex(send, recv, count, dt, root, gc_test_comm, NULL, &o), what);
   char *host = malloc(count * es + GUARD), *want = malloc(count * es + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);

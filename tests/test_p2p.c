@@ -212,11 +212,6 @@ static void test_pdl(void) {
   gc_test_free(b);
 }
 
-typedef struct {
-  void *send, *recv, *gather;
-  size_t count;
-} graph_args_t;
-
 /* Captures an all-reduce (eager, through staging) and an all-gather into one graph, replays it
  * three times on fresh inputs, and checks every replay. */
 static void test_graph_capture(void) {
