@@ -2,7 +2,7 @@
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
 # usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 p2p bench algos blocks probe
-#        bcast1 benchfull lua python
+#        benchfull lua python
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +15,6 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none PYTHONUNBUFFERED=1
 build=${BUILD:-$repo/build-gpu}
 logs=${LOGDIR:-${OUT:-/tmp}/logs}
 mkdir -p "$logs"
-ngpu=$(nvidia-smi -L | grep -c '^GPU')
 py=${PYTHON:-$(command -v python3)}
 mpirun="mpirun --bind-to none"
 
@@ -36,7 +35,9 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
   return 0
 }
 
-for s in "${@:-build tests bench}"; do
+steps=("$@")
+[ $# -eq 0 ] && steps=(build tests bench)
+for s in "${steps[@]}"; do
   case $s in
     build)
       nvidia-smi -L; nvidia-smi topo -m | head -8
@@ -76,8 +77,6 @@ for s in "${@:-build tests bench}"; do
         done
       done ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
-    bcast1) step bcast4_oneshot 60 $mpirun -np 4 "$build/bench/gpucoll-bench" broadcast -a oneshot --vs nccl -G 1 -d bfloat16 -b 256K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/bcast4_oneshot.csv"
-            grep -vE "^#( |$)" "$logs/bcast4_oneshot.log" | tail -8 ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
                tail -40 "$logs/benchfull.log" ;;
     lua) step lua_sweep 300 $mpirun -np 4 "$build/bindings/lua/gpucoll-lua" run examples/sweep.lua out="$logs/sweep"

@@ -178,12 +178,10 @@ def plot_latency(data, out, title):
     for ax, coll in zip(axes, colls):
         series = data[coll]
         names = sorted(series, key=lambda s: (s.startswith("NCCL"), s))
-        any_pts = False
         for i, name in enumerate(names):
             pts = [(b, r) for b, r in series[name] if b <= LATENCY_MAX_BYTES]
             if not pts:
                 continue
-            any_pts = True
             ax.plot([b for b, _ in pts], [r["time_us"] for _, r in pts], label=name, **series_style(name, i))
         log2_axis(ax)
         ax.set_ylabel("time per call (us)")
@@ -193,7 +191,7 @@ def plot_latency(data, out, title):
         else:
             ax.set_ylim(bottom=0)
         ax.set_title("%s, sizes <= 1 MiB" % coll)
-        if any_pts:
+        if times:
             ax.legend(fontsize=8, loc="upper left")
         else:
             ax.text(0.5, 0.5, "no sizes <= 1 MiB", transform=ax.transAxes, ha="center")
