@@ -36,6 +36,16 @@
 /* Byte written over outputs before a checked call: NaN in every float type, and outside the
  * range of every integer result the pattern can produce (0x7F7F7F7F, 127 for uint8). */
 #define POISON_BYTE 0x7F
+
+/* Every MPI call is checked: a failure ends the whole job with the call's name. */
+#define MPI_OK(call)                                                                   \
+  do {                                                                                 \
+    int mpi_e_ = (call);                                                               \
+    if (mpi_e_ != MPI_SUCCESS) {                                                       \
+      fprintf(stderr, "gpucoll-bench: %s failed (MPI error %d)\n", #call, mpi_e_);     \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                    \
+    }                                                                                  \
+  } while (0)
 /* Host chunk the poison is copied from. */
 #define POISON_CHUNK (16ull << 20)
 
@@ -627,7 +637,7 @@ static long long check_one(bench_t *b, int lib, int placement) {
   snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[o->coll],
            placement_names[placement], b->bytes);
   long long wrong = compare(&c, b->host, out_elems, what), total = 0;
-  MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_OK(MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   return total;
 }
 
@@ -751,10 +761,10 @@ static void print_devices(bench_t *b) {
   GC_OK(b, gc_comm_device(b->comm, &me.device));
   int len = 0;
   char name[MPI_MAX_PROCESSOR_NAME];
-  MPI_Get_processor_name(name, &len);
+  MPI_OK(MPI_Get_processor_name(name, &len));
   memcpy(me.host, name, (size_t)len < sizeof me.host - 1 ? (size_t)len : sizeof me.host - 1);
   if (b->rank == 0) all = calloc(b->nranks, sizeof *all);
-  MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_OK(MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD));
   if (b->rank == 0) {
     printf("#\n# Using devices\n");
     for (int r = 0; r < b->nranks; r++) {
@@ -780,11 +790,14 @@ static void note(const bench_t *b, const char *fmt, ...) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+    fprintf(stderr, "gpucoll-bench: MPI_Init failed\n");
+    return 1;
+  }
   bench_t bench, *b = &bench;
   memset(b, 0, sizeof *b);
-  MPI_Comm_rank(MPI_COMM_WORLD, &b->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &b->nranks);
+  MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &b->rank));
+  MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &b->nranks));
   g_rank = b->rank;
   int pa = parse_args(argc, argv, &b->o);
   if (pa) {
@@ -807,12 +820,12 @@ int main(int argc, char **argv) {
   GC_OK(b, gc_comm_device(b->comm, &device));
   b->on_gpu = device >= 0;
   /* Rotation, graphs and NCCL need a GPU on every rank; treat a mixed job as host-only for them. */
-  MPI_Allreduce(MPI_IN_PLACE, &b->on_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &b->on_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (device >= 0) GC_OK(b, gc_comm_stream(b->comm, &b->stream));
 
   if (!o->seed_set) {
     o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-    MPI_Bcast(&o->seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_OK(MPI_Bcast(&o->seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
   }
   if (b->rank == 0 && o->csv) {
     b->csv = fopen(o->csv, "w");
@@ -825,9 +838,9 @@ int main(int argc, char **argv) {
   if (!getenv("OMP_NUM_THREADS")) {
     int local = 1;
     MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
+    MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_OK(MPI_Comm_size(node, &local));
+    MPI_OK(MPI_Comm_free(&node));
     int t = omp_get_num_procs() / local;
     omp_set_num_threads(t > 0 ? t : 1);
   }

@@ -145,16 +145,16 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
 /* Every rank learns whether all ranks succeeded; a failing rank's message is not lost on the
  * others: they say which rank failed. */
 static int agree(MPI_Comm comm, int ok, char *err, size_t errlen, const char *stage) {
-  int rank, all_ok = 0, first_bad;
-  MPI_Comm_rank(comm, &rank);
-  if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+  int rank = -1, all_ok = 0, first_bad = -1;
+  if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
     set_err(err, errlen, "MPI_Allreduce failed while agreeing on %s", stage);
     return 0;
   }
   if (all_ok) return 1;
   int mine = ok ? 1 << 30 : rank;
-  MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, comm);
-  if (ok) set_err(err, errlen, "NCCL %s failed on rank %d", stage, first_bad);
+  int found = MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS;
+  if (ok && found) set_err(err, errlen, "NCCL %s failed on rank %d", stage, first_bad);
+  else if (ok) set_err(err, errlen, "NCCL %s failed on another rank (MPI_Allreduce failed finding which)", stage);
   return 0;
 }
 
