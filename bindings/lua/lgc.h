@@ -46,6 +46,9 @@ struct lgc_buffer {
 lgc_comm_t *lgc_checkcomm(lua_State *L, int idx); /* raises if not a comm or closed */
 int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc); /* pushes nil, message, code */
 int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...);
+/* A method's end: lgc_fail when rc failed, else true (lgc_ok) or argument 1 (lgc_self). */
+int lgc_ok(lua_State *L, lgc_comm_t *c, gc_result_t rc);
+int lgc_self(lua_State *L, lgc_comm_t *c, gc_result_t rc);
 void lgc_anchor(lua_State *L, int idx); /* keeps the userdata alive until lgc_unanchor */
 void lgc_unanchor(lua_State *L, const void *key);
 int lgc_world_rank(void);

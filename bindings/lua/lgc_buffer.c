@@ -104,10 +104,7 @@ int lgc_comm_symmetric(lua_State *L) { return make_buffer(L, LGC_SYMMETRIC); }
 static int b_free(lua_State *L) {
   lgc_buffer_t *b = luaL_checkudata(L, 1, LGC_BUFFER);
   if (b->root != b) return luaL_argerror(L, 1, "a view cannot be freed; free the buffer it looks into");
-  gc_result_t rc = buffer_release(L, b);
-  if (rc != GC_SUCCESS) return lgc_fail(L, b->comm, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, b->comm, buffer_release(L, b));
 }
 
 static int b_gc(lua_State *L) {
@@ -199,9 +196,7 @@ static int b_fill(lua_State *L) {
   if (rc == GC_SUCCESS)
     rc = gc_fill_random(b->comm->comm, lgc_ptr(b), b->count, b->dtype, (uint64_t)seed);
   if (rc == GC_SUCCESS) rc = lgc_quiesce(b->comm);
-  if (rc != GC_SUCCESS) return lgc_fail(L, b->comm, rc);
-  lua_settop(L, 1);
-  return 1;
+  return lgc_self(L, b->comm, rc);
 }
 
 /* buf:poison() — NaN in every float element (all-ones bits), 0xA5 bytes in integers, so that
@@ -216,9 +211,7 @@ static int b_poison(lua_State *L) {
   memset(h.p, is_integer_dtype(b->dtype) ? 0xA5 : 0xFF, bytes);
   rc = host_close(b, b->count, 1, &h);
   if (rc == GC_SUCCESS) rc = lgc_quiesce(b->comm);
-  if (rc != GC_SUCCESS) return lgc_fail(L, b->comm, rc);
-  lua_settop(L, 1);
-  return 1;
+  return lgc_self(L, b->comm, rc);
 }
 
 static size_t check_index(lua_State *L, lgc_buffer_t *b, int idx) {
@@ -278,9 +271,34 @@ static int b_set(lua_State *L) {
     if (rc == GC_SUCCESS) rc = gc_memcpy(b->comm->comm, (char *)lgc_ptr(b) + i * es, tmp, es);
     if (rc == GC_SUCCESS) rc = lgc_quiesce(b->comm);
   }
-  if (rc != GC_SUCCESS) return lgc_fail(L, b->comm, rc);
-  lua_settop(L, 1);
-  return 1;
+  return lgc_self(L, b->comm, rc);
+}
+
+/* Through host views of the first n elements of both (the callers quiesce their communicators
+ * first): dst[i] = src[i] converted (op NULL), or dst[i] = op(dst[i], src[i]) in float64. *blame is
+ * the communicator a failure belongs to: src's when its view cannot be made, else dst's. */
+static gc_result_t host_combine(lgc_buffer_t *d, lgc_buffer_t *s, size_t n, const gc_op_t *op,
+                                lgc_comm_t **blame) {
+  hostview_t hs, hd;
+  *blame = s->comm;
+  gc_result_t rc = host_open(s, n, 1, &hs);
+  if (rc != GC_SUCCESS) return rc;
+  *blame = d->comm;
+  rc = host_open(d, n, op != NULL, &hd);
+  if (rc != GC_SUCCESS) {
+    host_close(s, n, 0, &hs);
+    return rc;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double x = gc_element_get(hs.p, i, s->dtype);
+    if (op) {
+      double a = gc_element_get(hd.p, i, d->dtype);
+      x = *op == GC_SUM ? a + x : *op == GC_PROD ? a * x : *op == GC_MIN ? fmin(a, x) : fmax(a, x);
+    }
+    gc_element_set(hd.p, i, d->dtype, x);
+  }
+  host_close(s, n, 0, &hs);
+  return host_close(d, n, 1, &hd);
 }
 
 /* dst:copy_from(src [, n]) — the first n (default #dst) elements of src into dst (same dtype: a
@@ -293,27 +311,16 @@ static int b_copy_from(lua_State *L) {
   luaL_argcheck(L, s->count >= n, 2,
                 lua_pushfstring(L, "source holds %I elements, the copy needs %I", (lua_Integer)s->count,
                                 (lua_Integer)n));
+  lgc_comm_t *blame = d->comm;
   gc_result_t rc = lgc_quiesce(d->comm);
   if (rc == GC_SUCCESS && s->comm != d->comm) rc = lgc_quiesce(s->comm);
   if (rc == GC_SUCCESS && d->dtype == s->dtype) {
     if (n) rc = gc_memcpy(d->comm->comm, lgc_ptr(d), lgc_ptr(s), n * gc_dtype_size(d->dtype));
   } else if (rc == GC_SUCCESS) {
-    hostview_t hs, hd;
-    rc = host_open(s, n, 1, &hs);
-    if (rc != GC_SUCCESS) return lgc_fail(L, s->comm, rc);
-    rc = host_open(d, n, 0, &hd);
-    if (rc != GC_SUCCESS) {
-      host_close(s, n, 0, &hs);
-      return lgc_fail(L, d->comm, rc);
-    }
-    for (size_t i = 0; i < n; i++) gc_element_set(hd.p, i, d->dtype, gc_element_get(hs.p, i, s->dtype));
-    host_close(s, n, 0, &hs);
-    rc = host_close(d, n, 1, &hd);
+    rc = host_combine(d, s, n, NULL, &blame);
   }
   if (rc == GC_SUCCESS) rc = lgc_quiesce(d->comm);
-  if (rc != GC_SUCCESS) return lgc_fail(L, d->comm, rc);
-  lua_settop(L, 1);
-  return 1;
+  return lgc_self(L, blame, rc);
 }
 
 /* dst:accumulate(src [, op]) — dst[i] = op(dst[i], src[i]) on the host in float64, op one of
@@ -325,27 +332,15 @@ static int b_accumulate(lua_State *L) {
   luaL_argcheck(L, op != GC_AVG, 3, "accumulate takes sum, prod, min or max");
   size_t n = d->count;
   luaL_argcheck(L, s->count >= n, 2, "source holds fewer elements than the destination");
+  lgc_comm_t *blame = d->comm;
   gc_result_t rc = lgc_quiesce(d->comm);
-  if (rc == GC_SUCCESS && s->comm != d->comm) rc = lgc_quiesce(s->comm);
-  hostview_t hs, hd;
-  if (rc == GC_SUCCESS) rc = host_open(s, n, 1, &hs);
-  if (rc != GC_SUCCESS) return lgc_fail(L, s->comm, rc);
-  rc = host_open(d, n, 1, &hd);
-  if (rc != GC_SUCCESS) {
-    host_close(s, n, 0, &hs);
-    return lgc_fail(L, d->comm, rc);
+  if (rc == GC_SUCCESS && s->comm != d->comm) {
+    blame = s->comm;
+    rc = lgc_quiesce(s->comm);
   }
-  for (size_t i = 0; i < n; i++) {
-    double a = gc_element_get(hd.p, i, d->dtype), x = gc_element_get(hs.p, i, s->dtype);
-    double r = op == GC_SUM ? a + x : op == GC_PROD ? a * x : op == GC_MIN ? fmin(a, x) : fmax(a, x);
-    gc_element_set(hd.p, i, d->dtype, r);
-  }
-  host_close(s, n, 0, &hs);
-  rc = host_close(d, n, 1, &hd);
+  if (rc == GC_SUCCESS) rc = host_combine(d, s, n, &op, &blame);
   if (rc == GC_SUCCESS) rc = lgc_quiesce(d->comm);
-  if (rc != GC_SUCCESS) return lgc_fail(L, d->comm, rc);
-  lua_settop(L, 1);
-  return 1;
+  return lgc_self(L, blame, rc);
 }
 
 /* Default tolerances: about one rounding of the output dtype (the library reduces half types in

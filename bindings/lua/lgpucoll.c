@@ -44,6 +44,19 @@ int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
   return lgc_failmsg(L, gc_result_name(rc), "%s", detail);
 }
 
+/* The ends of methods: lgc_fail on failure, else true (lgc_ok) or the object itself (lgc_self). */
+int lgc_ok(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
+  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int lgc_self(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
+  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lua_settop(L, 1);
+  return 1;
+}
+
 static gc_result_t result_from_name(const char *name) {
   for (int r = 0; r < GC_NUM_RESULTS; r++)
     if (name && strcmp(name, gc_result_name((gc_result_t)r)) == 0) return (gc_result_t)r;
@@ -256,10 +269,7 @@ static gc_result_t comm_release(lua_State *L, lgc_comm_t *c) {
 
 static int m_close(lua_State *L) {
   lgc_comm_t *c = luaL_checkudata(L, 1, LGC_COMM);
-  gc_result_t rc = comm_release(L, c);
-  if (rc != GC_SUCCESS) return lgc_fail(L, NULL, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, NULL, comm_release(L, c));
 }
 
 static int m_gc(lua_State *L) {
@@ -289,10 +299,7 @@ static int m_tostring(lua_State *L) {
 static int m_sync(lua_State *L) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
   void *stream = lua_isnoneornil(L, 2) ? c->stream : check_stream(L, 2);
-  gc_result_t rc = gc_synchronize(c->comm, stream);
-  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, c, gc_synchronize(c->comm, stream));
 }
 
 /* comm:autotune([max_bytes [, dtype]]) — times every algorithm per collective up to max_bytes
@@ -311,19 +318,13 @@ static int m_autotune(lua_State *L) {
 /* comm:tune_save(path), comm:tune_load(path), comm:tune_reset() — collective; true or nil, msg, code. */
 static int tune_file(lua_State *L, gc_result_t (*fn)(gc_comm_t, const char *)) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
-  gc_result_t rc = fn(c->comm, luaL_checkstring(L, 2));
-  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, c, fn(c->comm, luaL_checkstring(L, 2)));
 }
 static int m_tune_save(lua_State *L) { return tune_file(L, gc_tune_save); }
 static int m_tune_load(lua_State *L) { return tune_file(L, gc_tune_load); }
 static int m_tune_reset(lua_State *L) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
-  gc_result_t rc = gc_tune_reset(c->comm);
-  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, c, gc_tune_reset(c->comm));
 }
 
 /* comm.peers: this rank's row of the peer matrix, indexed by local rank + 1. */
@@ -428,17 +429,16 @@ static void need(lua_State *L, int idx, const lgc_buffer_t *b, size_t n, const c
                                   (lua_Integer)b->count, (lua_Integer)n));
 }
 
-/* Reads the options table at `oi` (may be absent) into call; nccl = only what NCCL takes. */
+/* Reads the options table at `oi` (may be absent) into call; nccl = only what NCCL takes.
+ * out_dtype is GC_DTYPE_SAME and add NULL where the option is absent. */
 static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, int *has_count,
-                       size_t *count, int *out_given, gc_dtype_t *out_dtype,
-                       lgc_buffer_t **add, int *add_idx) {
+                       size_t *count, gc_dtype_t *out_dtype, lgc_buffer_t **add) {
   static const char *const all[] = {"op", "algo", "max_blocks", "pdl", "scale", "add",
                                     "out_dtype", "stream", "count", NULL};
   static const char *const nccl_keys[] = {"op", "stream", "count", NULL};
   *has_count = 0;
-  *out_given = 0;
+  *out_dtype = GC_DTYPE_SAME;
   *add = NULL;
-  *add_idx = 0;
   if (lua_isnoneornil(L, oi)) return;
   luaL_checktype(L, oi, LUA_TTABLE);
   check_keys(L, oi, nccl ? nccl_keys : all);
@@ -459,10 +459,7 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "scale") != LUA_TNIL) call->o.scale = opt_number_at(L, -1, oi, "scale");
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) {
-    *out_dtype = dtype_at(L, -1, oi, "out_dtype");
-    *out_given = 1;
-  }
+  if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) *out_dtype = dtype_at(L, -1, oi, "out_dtype");
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "stream") != LUA_TNIL) call->stream = stream_at(L, -1, oi);
   lua_pop(L, 1);
@@ -478,7 +475,6 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
     *add = lgc_testbuffer(L, -1);
     if (*add == NULL) luaL_argerror(L, oi, "option 'add' must be a gpucoll.buffer");
     lgc_checkbuffer(L, -1);
-    *add_idx = oi;
   }
   lua_pop(L, 1);
 }
@@ -511,18 +507,18 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     call->cols = (size_t)cols;
     call->axis = (int)axis;
   }
-  int has_count, out_given, add_idx;
+  int has_count;
   size_t count = 0;
-  gc_dtype_t out_dtype = GC_DTYPE_SAME;
+  gc_dtype_t out_dtype;
   lgc_buffer_t *add;
-  parse_opts(L, oi, k, nccl, call, &has_count, &count, &out_given, &out_dtype, &add, &add_idx);
+  parse_opts(L, oi, k, nccl, call, &has_count, &count, &out_dtype, &add);
 
   call->dtype = send ? send->dtype : recv->dtype;
   if (send && !reducing(k) && send->dtype != recv->dtype)
     luaL_argerror(L, 3, "send and recv must have the same dtype");
   /* A reduction may convert on output: recv's dtype is the output dtype. */
   gc_dtype_t out = recv->dtype;
-  if (out_given && out_dtype != out)
+  if (out_dtype != GC_DTYPE_SAME && out_dtype != out)
     luaL_argerror(L, oi, lua_pushfstring(L, "out_dtype %s does not match recv's dtype %s",
                                          gc_dtype_name(out_dtype), gc_dtype_name(out)));
   if (out != call->dtype) {
@@ -576,8 +572,8 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     break;
   }
   if (add) {
-    if (add->dtype != call->dtype) luaL_argerror(L, add_idx, "the add buffer must have the input dtype");
-    need(L, add_idx, add, outcount, "add");
+    if (add->dtype != call->dtype) luaL_argerror(L, oi, "the add buffer must have the input dtype");
+    need(L, oi, add, outcount, "add");
     call->o.add = lgc_ptr(add);
   }
 }
@@ -605,10 +601,7 @@ static int collective(lua_State *L, coll_t k) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
   call_t call;
   prepare(L, c, k, 0, &call);
-  gc_result_t rc = run_gpucoll(c, k, &call);
-  if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
-  lua_pushboolean(L, 1);
-  return 1;
+  return lgc_ok(L, c, run_gpucoll(c, k, &call));
 }
 
 static int m_allreduce(lua_State *L) { return collective(L, C_ALLREDUCE); }

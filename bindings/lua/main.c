@@ -21,12 +21,6 @@ static const char usage[] =
     "The module is preloaded: local gpucoll = require \"gpucoll\" (also the global `gpucoll`).\n"
     "A script error prints a traceback tagged [rank N] and aborts every rank (MPI_Abort).\n";
 
-static int world_rank(void) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
 /* Message handler: traceback of the failing rank, every line tagged, for interleaved output. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
@@ -37,7 +31,7 @@ static int msghandler(lua_State *L) {
   luaL_traceback(L, L, msg, 1);
   const char *tb = lua_tostring(L, -1);
   char tag[32], newline_tag[40];
-  snprintf(tag, sizeof tag, "[rank %d] ", world_rank());
+  snprintf(tag, sizeof tag, "[rank %d] ", lgc_world_rank());
   snprintf(newline_tag, sizeof newline_tag, "\n%s", tag);
   lua_pushstring(L, tag);
   luaL_gsub(L, tb, "\n", newline_tag);
@@ -75,7 +69,7 @@ static int run_chunk(lua_State *L, int status, char **argv, int argc, int first_
     lua_remove(L, base);
   } else {
     /* A syntax error: tag it like a runtime one. */
-    lua_pushfstring(L, "[rank %d] %s", world_rank(), lua_tostring(L, -1));
+    lua_pushfstring(L, "[rank %d] %s", lgc_world_rank(), lua_tostring(L, -1));
   }
   if (status == LUA_OK) return 0;
   fprintf(stderr, "%s\n", lua_tostring(L, -1));
@@ -119,27 +113,26 @@ int main(int argc, char **argv) {
   atexit(finalize_at_exit);
   int rc = 0;
   if (strcmp(cmd, "--params") == 0) {
-    if (world_rank() == 0) fputs(gc_params_table(), stdout);
+    if (lgc_world_rank() == 0) fputs(gc_params_table(), stdout);
   } else if (strcmp(cmd, "run") == 0 || strcmp(cmd, "-e") == 0) {
     if (argc < 3) {
-      if (world_rank() == 0) fprintf(stderr, "gpucoll-lua: %s needs an argument\n%s", cmd, usage);
+      if (lgc_world_rank() == 0) fprintf(stderr, "gpucoll-lua: %s needs an argument\n%s", cmd, usage);
       rc = 2;
     } else {
       lua_State *L = new_state();
       int status;
+      set_args(L, argv, argc, 2);
       if (cmd[0] == 'r') {
         const char *file = strcmp(argv[2], "-") == 0 ? NULL : argv[2];
-        set_args(L, argv, argc, 2);
         status = luaL_loadfile(L, file);
       } else {
-        set_args(L, argv, argc, 2);
         status = luaL_loadbuffer(L, argv[2], strlen(argv[2]), "=(command line)");
       }
       rc = run_chunk(L, status, argv, argc, 3);
       lua_close(L); /* finalizers destroy communicators and buffers, collectively */
     }
   } else {
-    if (world_rank() == 0) fprintf(stderr, "gpucoll-lua: unknown command '%s'\n%s", cmd, usage);
+    if (lgc_world_rank() == 0) fprintf(stderr, "gpucoll-lua: unknown command '%s'\n%s", cmd, usage);
     rc = 2;
   }
   MPI_Finalize();

@@ -31,6 +31,11 @@ static void gcswig_set_comm(gc_comm_t comm) {
   gcswig_comm_state = GCSWIG_HAVE_COMM;
 }
 
+static void gcswig_clear(void) {
+  gcswig_comm = NULL;
+  gcswig_comm_state = GCSWIG_NO_COMM;
+}
+
 /* The detailed message of failure `rc` of the call being wrapped; resets the recorded comm. */
 static const char *gcswig_message(gc_result_t rc) {
   const char *msg = "";
@@ -39,8 +44,7 @@ static const char *gcswig_message(gc_result_t rc) {
   else if (gcswig_comm_state == GCSWIG_NO_COMM)
     msg = gc_comm_last_error(NULL); /* failures outside a communicator: the thread's slot */
   /* GCSWIG_GONE_COMM: the communicator may be freed; only the code's own sentence is safe. */
-  gcswig_comm = NULL;
-  gcswig_comm_state = GCSWIG_NO_COMM;
+  gcswig_clear();
   if (msg == NULL || msg[0] == '\0') return gc_strerror(rc);
   {
     /* The library may lead with the code's name; the bindings print it once themselves. */
@@ -49,11 +53,6 @@ static const char *gcswig_message(gc_result_t rc) {
     if (strncmp(msg, name, len) == 0 && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
   }
   return msg;
-}
-
-static void gcswig_clear(void) {
-  gcswig_comm = NULL;
-  gcswig_comm_state = GCSWIG_NO_COMM;
 }
 
 /* "fn: GC_ERR_X: message" into buf. */
@@ -74,13 +73,19 @@ typedef int MPI_Fint; /* int in Open MPI and MPICH; only SWIG sees this line */
 
 %{
 static int gcswig_mpi_started; /* 1 when MPI_Init came from here */
+%}
 
-static void gcswig_mpi_atexit(void) {
+%inline %{
+/* Finishes MPI if these bindings started it (destroy every communicator first); else nothing.
+ * Also registered with atexit by gcswig_mpi_init. */
+static void gcswig_finalize(void) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (gcswig_mpi_started && !finalized) MPI_Finalize();
 }
+%}
 
+%{
 /* MPI_Init (serialized threads: Go may call from any OS thread, one at a time) unless MPI runs. */
 static gc_result_t gcswig_mpi_init(void) {
   int initialized = 0, provided = 0;
@@ -89,7 +94,7 @@ static gc_result_t gcswig_mpi_init(void) {
   if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return GC_ERR_MPI;
   gcswig_mpi_started = 1;
-  atexit(gcswig_mpi_atexit);
+  atexit(gcswig_finalize);
   return GC_SUCCESS;
 }
 %}
@@ -99,19 +104,6 @@ static gc_result_t gcswig_mpi_init(void) {
 static MPI_Fint gcswig_world(void) {
   if (gcswig_mpi_init() != GC_SUCCESS) return -1;
   return MPI_Comm_c2f(MPI_COMM_WORLD);
-}
-/* Finishes MPI if these bindings started it (destroy every communicator first); else nothing. */
-static void gcswig_finalize(void) {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (gcswig_mpi_started && !finalized) MPI_Finalize();
-}
-/* 1 when this process's MPI was started and not yet finished. */
-static int gcswig_mpi_running(void) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  return initialized && !finalized;
 }
 %}
 

@@ -90,11 +90,18 @@ func Partition(total, parts, index int) (offset, length int) {
 // Finalize finishes MPI if this package started it (close every Comm first).
 func Finalize() { raw.Gcswig_finalize() }
 
+// newError is an *Error of result value with the full message text.
+func newError(value int, message string) error {
+	return &Error{Value: value, Code: raw.Gc_result_name(value), Message: message}
+}
+
+// callError is an *Error of result value worded like the library's: "function: GC_ERR_X: detail".
+func callError(value int, function, detail string) error {
+	return newError(value, function+": "+raw.Gc_result_name(value)+": "+detail)
+}
+
 func invalid(function, format string, args ...interface{}) error {
-	msg := fmt.Sprintf(format, args...)
-	code := raw.Gc_result_name(int(raw.GC_ERR_INVALID_ARGUMENT))
-	return &Error{Value: int(raw.GC_ERR_INVALID_ARGUMENT), Code: code,
-		Message: function + ": " + code + ": " + msg}
+	return callError(int(raw.GC_ERR_INVALID_ARGUMENT), function, fmt.Sprintf(format, args...))
 }
 
 // ---- communicator ---------------------------------------------------------------------------
@@ -122,8 +129,7 @@ func NewComm() (*Comm, error) { return NewCommConfig(nil) }
 func NewCommConfig(cfg *Config) (*Comm, error) {
 	fint := raw.Gcswig_world()
 	if fint == -1 {
-		return nil, &Error{Value: int(raw.GC_ERR_MPI), Code: raw.Gc_result_name(int(raw.GC_ERR_MPI)),
-			Message: "NewComm: MPI_Init_thread failed"}
+		return nil, newError(int(raw.GC_ERR_MPI), "NewComm: MPI_Init_thread failed")
 	}
 	return NewCommFortran(fint, cfg)
 }
@@ -166,9 +172,7 @@ func NewCommFortran(fint int, cfg *Config) (*Comm, error) {
 
 func (c *Comm) handle(function string) (uintptr, error) {
 	if c == nil || c.h == 0 {
-		code := raw.Gc_result_name(int(raw.GC_ERR_INVALID_USAGE))
-		return 0, &Error{Value: int(raw.GC_ERR_INVALID_USAGE), Code: code,
-			Message: function + ": " + code + ": the communicator is closed"}
+		return 0, callError(int(raw.GC_ERR_INVALID_USAGE), function, "the communicator is closed")
 	}
 	return c.h, nil
 }
@@ -227,15 +231,10 @@ func (c *Comm) P2PReady() (bool, error) {
 
 // PeerAccess says whether this rank's GPU reads and writes the GPU of local rank peer.
 func (c *Comm) PeerAccess(peer int) (bool, error) {
-	h, err := c.handle("PeerAccess")
-	if err != nil {
-		return false, err
-	}
-	v := []int32{0}
-	if err := raw.Gc_comm_peer_access(h, peer, v); err != nil {
-		return false, err
-	}
-	return v[0] != 0, nil
+	v, err := c.queryInt("PeerAccess", func(h uintptr, v []int32) error {
+		return raw.Gc_comm_peer_access(h, peer, v)
+	})
+	return v != 0, err
 }
 
 // Stream is the communicator's own CUDA stream (0 on host-only ranks).
@@ -307,9 +306,8 @@ type options struct {
 	pdl       bool
 	scale     float64
 	add       uintptr
-	addLen    int // elements of a host add slice; -1 for a device pointer
-	outDType  DType
-	outSet    bool
+	addLen    int           // elements of a host add slice; -1 for a device pointer
+	outDType  DType         // DType(raw.GC_DTYPE_SAME) unless WithOutDType
 	keep      []interface{} // host slices that must stay alive during the call
 }
 
@@ -337,10 +335,10 @@ func WithAddSlice[T Number](add []T) Option {
 }
 
 // WithOutDType casts the output to d (recv then holds d; send and recv must not overlap).
-func WithOutDType(d DType) Option { return func(o *options) { o.outDType, o.outSet = d, true } }
+func WithOutDType(d DType) Option { return func(o *options) { o.outDType = d } }
 
 func buildOptions(opts []Option) (*options, raw.Gc_options_t) {
-	o := &options{algo: AlgoAuto, scale: 1}
+	o := &options{algo: AlgoAuto, scale: 1, outDType: DType(raw.GC_DTYPE_SAME)}
 	for _, f := range opts {
 		f(o)
 	}
@@ -355,9 +353,7 @@ func buildOptions(opts []Option) (*options, raw.Gc_options_t) {
 	}
 	r.SetScale(o.scale)
 	r.SetAdd(o.add)
-	if o.outSet {
-		r.SetOut_dtype(raw.Enum_SS_gc_dtype(o.outDType))
-	}
+	r.SetOut_dtype(raw.Enum_SS_gc_dtype(o.outDType))
 	return o, r
 }
 
@@ -411,18 +407,22 @@ func (c *Comm) ReduceScatter2DPtr(send, recv uintptr, rows, cols, axis int, dt D
 	if err != nil {
 		return err
 	}
-	want := 0
-	if axis == 0 {
-		_, l := Partition(rows, c.size, c.rank)
-		want = l * cols
-	} else {
-		_, l := Partition(cols, c.size, c.rank)
-		want = rows * l
-	}
+	want := c.rs2dCount(rows, cols, axis)
 	return withOptions(opts, want, "ReduceScatter2D", func(r raw.Gc_options_t) error {
 		return raw.Gc_reducescatter_2d(send, recv, int64(rows), int64(cols), axis,
 			raw.Enum_SS_gc_dtype(dt), raw.Enum_SS_gc_op(op), h, stream, r)
 	})
+}
+
+// rs2dCount is the number of elements this rank gets from a rows x cols reduce-scatter along
+// axis: its block of rows (axis 0) or of columns (any other axis).
+func (c *Comm) rs2dCount(rows, cols, axis int) int {
+	if axis == 0 {
+		_, l := Partition(rows, c.size, c.rank)
+		return l * cols
+	}
+	_, l := Partition(cols, c.size, c.rank)
+	return rows * l
 }
 
 // AllGatherPtr gathers sendcount elements from every rank into recv, in rank order.
@@ -517,15 +517,7 @@ func ReduceScatter2D[T Number](c *Comm, send, recv []T, rows, cols, axis int, op
 		return invalid("ReduceScatter2D", "send has %d elements, not %d x %d", len(send), rows, cols)
 	}
 	if c != nil && (axis == 0 || axis == 1) {
-		want := 0
-		if axis == 0 {
-			_, l := Partition(rows, c.size, c.rank)
-			want = l * cols
-		} else {
-			_, l := Partition(cols, c.size, c.rank)
-			want = rows * l
-		}
-		if len(recv) != want {
+		if want := c.rs2dCount(rows, cols, axis); len(recv) != want {
 			return invalid("ReduceScatter2D", "recv has %d elements, this rank's block %d",
 				len(recv), want)
 		}

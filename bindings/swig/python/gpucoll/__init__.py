@@ -13,6 +13,7 @@ Failures raise gpucoll.Error subclasses (InvalidArgument, Timeout, ...) carrying
 """
 
 import ctypes
+import math
 import sys
 
 from . import gpucoll_swig as _s
@@ -133,10 +134,7 @@ class _Buffer:
     def __init__(self, obj, ptr, shape, dtype, device, readonly, keep=None):
         self.obj, self.ptr, self.shape, self.dtype = obj, ptr, tuple(shape), dtype
         self.device, self.readonly, self.keep = device, readonly, keep
-        n = 1
-        for d in self.shape:
-            n *= int(d)
-        self.nelem = n
+        self.nelem = math.prod(int(d) for d in self.shape)
 
 
 def _c_contiguous(shape, strides, itemsize):
@@ -215,6 +213,16 @@ def _from_dlpack(obj, function, what):
     return _Buffer(obj, ptr, shape, code, device, False, keep=capsule)
 
 
+def _from_interface(obj, iface, device, function, what):
+    """A _Buffer from an __array_interface__ (host) or __cuda_array_interface__ (device) dict."""
+    ptr, readonly = iface["data"]
+    shape = tuple(iface["shape"])
+    code = _typestr_code(iface["typestr"], function, what)
+    if not _c_contiguous(shape, iface.get("strides"), _s.gc_dtype_size(code)):
+        _fail(InvalidArgument, function, "%s is not C-contiguous" % what)
+    return _Buffer(obj, ptr or 0, shape, code, device, bool(readonly))
+
+
 def _is_torch(obj):
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
@@ -243,22 +251,11 @@ def _buffer(obj, function, what, writable=False):
         except AttributeError:
             cai = None
         if cai is not None:
-            ptr, readonly = cai["data"]
-            shape = tuple(cai["shape"])
-            code = _typestr_code(cai["typestr"], function, what)
-            if not _c_contiguous(shape, cai.get("strides"), _s.gc_dtype_size(code)):
-                _fail(InvalidArgument, function, "%s is not C-contiguous" % what)
-            buf = _Buffer(obj, ptr or 0, shape, code, True, bool(readonly))
+            buf = _from_interface(obj, cai, True, function, what)
         elif hasattr(obj, "__dlpack__"):
             buf = _from_dlpack(obj, function, what)
         elif hasattr(obj, "__array_interface__"):
-            ai = obj.__array_interface__
-            ptr, readonly = ai["data"]
-            shape = tuple(ai["shape"])
-            code = _typestr_code(ai["typestr"], function, what)
-            if not _c_contiguous(shape, ai.get("strides"), _s.gc_dtype_size(code)):
-                _fail(InvalidArgument, function, "%s is not C-contiguous" % what)
-            buf = _Buffer(obj, ptr, shape, code, False, bool(readonly))
+            buf = _from_interface(obj, obj.__array_interface__, False, function, what)
         else:
             _fail(InvalidArgument, function, "%s (%s) is not an array: gpucoll takes numpy arrays, "
                   "torch tensors and objects with __cuda_array_interface__, __dlpack__ or "
@@ -419,9 +416,7 @@ class Comm:
     def autotune(self, max_bytes=64 << 20, dtype="float32"):
         """Times every algorithm per collective up to `max_bytes` and makes the fastest this
         communicator's choice (collective). Returns the new dispatch table."""
-        code = _dtype_code_of(dtype)
-        if code is None:
-            raise ValueError("autotune: unknown dtype %r" % (dtype,))
+        code = _want_dtype(dtype, "autotune")
         _s.gc_autotune(self._handle("autotune"), int(max_bytes), code)
         return self.algo_table
 
@@ -455,9 +450,7 @@ class Comm:
             opts.out_dtype = out_code
         if add is not None:
             a = _buffer(add, function, "add")
-            n = 1
-            for d in out_shape:
-                n *= d
+            n = math.prod(out_shape)
             if a.dtype != in_code:
                 _fail(InvalidArgument, function, "add has dtype %s, the input %s"
                       % (_DTYPE_NAMES[a.dtype], _DTYPE_NAMES[in_code]))
@@ -478,9 +471,7 @@ class Comm:
                 _fail(InvalidArgument, function, "out is read-only")
         else:
             recv = _buffer(out, function, "out", writable=True)
-        n = 1
-        for d in shape:
-            n *= d
+        n = math.prod(shape)
         if recv.nelem != n:
             _fail(InvalidArgument, function, "out has %d elements, expected %d" % (recv.nelem, n))
         if recv.dtype != code:
