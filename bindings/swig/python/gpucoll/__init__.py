@@ -417,6 +417,8 @@ class Comm:
         """Times every algorithm per collective up to `max_bytes` and makes the fastest this
         communicator's choice (collective). Returns the new dispatch table."""
         code = _want_dtype(dtype, "autotune")
+        if code is None:
+            _fail(InvalidArgument, "autotune", "needs a dtype; gpucoll has %s" % ", ".join(_DTYPE_NAMES))
         _s.gc_autotune(self._handle("autotune"), int(max_bytes), code)
         return self.algo_table
 
