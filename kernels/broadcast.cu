@@ -1,6 +1,8 @@
 // broadcast.cu — peer-to-peer broadcast. One stage: every rank pulls all of root's data. Two
 // stages (3+ GPUs, large data): rank r pulls slice r of root's data into its publish area, barrier,
 // then every rank gathers the slices from their holders, so root's links carry the data once.
+// By writes: root writes each piece into one owner's output, the owner writes it on to the others,
+// each step signalled point to point, so pieces stream through without barriers.
 #include "common.cuh"
 
 namespace gc {
@@ -102,6 +104,89 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
   sync.done();
 }
 
+
+// Writes `len` bytes from src to nd destinations; all of a thread's loads are in flight before its
+// stores.
+template <bool VEC>
+__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd) {
+  size_t done = 0;
+  if constexpr (VEC) {
+    constexpr int U = 4;
+    const size_t units = len / 16, T = blockDim.x;
+    for (size_t j = threadIdx.x; j < units; j += U * T) {
+      uint4 x[U];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+        if (j + u * T < units) x[u] = ((const uint4 *)src)[j + u * T];
+      for (int d = 0; d < nd; d++)
+#pragma unroll
+        for (int u = 0; u < U; u++)
+          if (j + u * T < units) ((uint4 *)dst[d])[j + u * T] = x[u];
+    }
+    done = units * 16;
+  }
+  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
+    for (int d = 0; d < nd; d++) dst[d][i] = src[i];
+}
+
+// Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). Block b's k-th
+// piece is bytes [(k * blocks + b) * piece, + piece). Through owners (two hops): the piece's
+// owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
+// of them; root writes the piece into the owner's output (and its own, out of place) and signals
+// the owner; the owner writes it on to every other rank and signals each of them; everyone else
+// waits for the owner's signal. Along the ring (n - 1 hops, one writer per receiver): each rank
+// waits for the piece from the rank before it and writes it on to the rank after it, up to the
+// rank before root. Signals are block b's slots with the value epoch + k + 1, so they only grow
+// and pieces never mix; there is no closing barrier: a rank's kernel ends only once all its
+// pieces have arrived, and the next call's entry barrier keeps its writes out of outputs still
+// in use.
+template <bool VEC>
+__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank, root = a.root, owners = n - 1;
+  const size_t bytes = a.count * dtype_size(a.dtype), stride = (size_t)gridDim.x * piece;
+  const char *send = (const char *)a.send;
+  char *own = (char *)a.recv;
+  if (!sync.barrier()) return;  // every output may be written
+  const uint32_t base = sync.epoch;
+  const int next = (me + 1) % n, last = (root + n - 1) % n;
+  uint32_t k = 0;
+  for (size_t off = blockIdx.x * piece; off < bytes; off += stride, k++) {
+    const size_t len = min(piece, bytes - off);
+    const int o = (int)((k + blockIdx.x) % owners), owner = o < root ? o : o + 1;
+    const uint32_t mark = base + k + 1;
+    char *dst[GC_MAX_LOCAL_RANKS];
+    int nd = 0;
+    if (a.ring) {
+      if (me != root && !sync.wait((me + n - 1) % n, mark)) return;
+      if (me != last) {
+        dst[nd++] = (char *)a.pub[next] + off;
+        if (me == root && send != own) dst[nd++] = own + off;
+        write_piece<VEC>((me == root ? send : own) + off, len, dst, nd);
+        sync.signal(next, mark);
+      }
+    } else if (me == root) {
+      dst[nd++] = (char *)a.pub[owner] + off;
+      if (send != own) dst[nd++] = own + off;
+      write_piece<VEC>(send + off, len, dst, nd);
+      sync.signal(owner, mark);
+    } else if (me == owner) {
+      if (!sync.wait(root, mark)) return;
+      for (int r = 0; r < n; r++)
+        if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
+      write_piece<VEC>(own + off, len, dst, nd);
+      __syncthreads();
+      if (threadIdx.x < (unsigned)n && (int)threadIdx.x != root && (int)threadIdx.x != me)
+        st_release_sys(&a.peers.sig[threadIdx.x]->flag[blockIdx.x][me], mark);
+    } else {
+      if (!sync.wait(owner, mark)) return;
+    }
+  }
+  sync.epoch = base + k;
+  sync.done();
+}
+
 }  // namespace gc
 
 extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t s) {
@@ -111,4 +196,19 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_kernel<true>, *a, one_stage);
   return cudaLaunchKernelEx(&cfg, gc::broadcast_kernel<false>, *a, one_stage);
+}
+
+extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  // About four pieces per block, 16-byte multiples from 8 to 64 KB: short pipelines for small
+  // data (each piece pays a signal), big pieces for large data.
+  const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
+  size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
+  piece = piece < 8192 ? 8192 : piece > 65536 ? 65536 : piece;
+  if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
+  bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
+  for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }

@@ -263,10 +263,25 @@ struct Sync {
   __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
     epoch = P.sig[P.rank]->epoch[blockIdx.x];
   }
+  // One thread waits until `word` reaches `value` (acquire: what its writer did before is
+  // visible after). Bounded: past timeout_ns, or once the communicator is aborted, the error flag
+  // is set and the wait fails.
+  __device__ bool wait_word(const uint32_t *word, uint32_t value) const {
+    unsigned long long start = 0;
+    for (uint32_t spins = 1; (int32_t)(ld_acquire_sys(word) - value) < 0; spins++) {
+      if (spins % 1024) continue; // read the clock only now and then
+      unsigned long long now = globaltimer();
+      if (start == 0) start = now;
+      if (now - start > P.timeout_ns || *(volatile uint32_t *)P.error) {
+        *(volatile uint32_t *)P.error = 1;
+        __threadfence_system();
+        return false;
+      }
+    }
+    return true;
+  }
   // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
-  // (release: this block's earlier writes are visible first) and waits for peer p's word
-  // (acquire: the peer's earlier writes are visible after). Bounded: past timeout_ns, or once
-  // the communicator is aborted, the error flag is set and the block reports failure.
+  // (release: this block's earlier writes are visible first) and waits for peer p's word.
   __device__ bool barrier() {
     __shared__ int failed;
     if (threadIdx.x == 0) failed = 0;
@@ -275,22 +290,25 @@ struct Sync {
     if (threadIdx.x < P.nranks) {
       int p = threadIdx.x;
       st_release_sys(&P.sig[p]->flag[blockIdx.x][P.rank], epoch);
-      const uint32_t *mine = &P.sig[P.rank]->flag[blockIdx.x][p];
-      unsigned long long start = 0;
-      for (uint32_t spins = 1; (int32_t)(ld_acquire_sys(mine) - epoch) < 0; spins++) {
-        if (spins % 1024) continue; // read the clock only now and then
-        unsigned long long now = globaltimer();
-        if (start == 0) start = now;
-        if (now - start > P.timeout_ns || *(volatile uint32_t *)P.error) {
-          *(volatile uint32_t *)P.error = 1;
-          __threadfence_system();
-          failed = 1;
-          break;
-        }
-      }
+      if (!wait_word(&P.sig[P.rank]->flag[blockIdx.x][p], epoch)) failed = 1;
     }
     __syncthreads();
     return !failed;
+  }
+  // Point to point, for kernels that pipeline between barriers: tell rank `to` that this block's
+  // writes so far are done (its slot of this block and this rank gets `value`) ...
+  __device__ void signal(int to, uint32_t value) {
+    __syncthreads();
+    if (threadIdx.x == 0) st_release_sys(&P.sig[to]->flag[blockIdx.x][P.rank], value);
+  }
+  // ... and wait, the whole block, until rank `from` has signalled `value` (or more) here.
+  __device__ bool wait(int from, uint32_t value) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = !wait_word(&P.sig[P.rank]->flag[blockIdx.x][from], value);
+    __syncthreads();
+    const bool ok = !failed;
+    __syncthreads(); // every thread has read `failed` before the next wait writes it
+    return ok;
   }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {

@@ -74,6 +74,8 @@ typedef struct gc_kargs {
   gc_kregion_t region[GC_MAX_LOCAL_RANKS]; /* reduce-scatter: every rank's output region */
   int blocks, threads;
   int pdl;
+  size_t piece;      /* broadcast by writes: bytes per piece (0 = by size) */
+  int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */
@@ -86,6 +88,8 @@ int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */
 int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream);
+/* Broadcast by writes (a->send: root's data; a->pub[r]: rank r's output, from gc_mem_alloc). */
+int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Small collectives through the push areas (push.cu): parts of at most GC_PUSH_MAX_BYTES, grid
  * fixed by the size. Gather: a->send is this rank's part (root's, for broadcast), a->count its

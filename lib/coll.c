@@ -316,6 +316,17 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   return GC_SUCCESS;
 }
 
+/* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
+ * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16: owners 15.4 us at
+ * 1 MB and 221.5 us at 64 MB against the ring's 18.4 and 234.7; the ring 783.7 us at 256 MB and
+ * 2981.2 us at 1 GB against 808.3 and 3184.0 (bench/results/forced/bcast4_*). */
+static int push_schedule_ring(int n, size_t bytes) {
+  const char *v = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
+  if (strcmp(v, "ring") == 0) return 1;
+  if (strcmp(v, "owners") == 0) return 0;
+  return n > 2 && bytes > ((size_t)64 << 20);
+}
+
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                  int root, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
@@ -330,6 +341,23 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
     }
+  }
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
+    if (zero && n >= 2) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+      a.root = root;
+      a.send = me == root ? send : NULL;
+      a.recv = recv;
+      a.count = count;
+      for (int r = 0; r < n; r++) a.pub[r] = sym[r];
+      a.piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
+      a.ring = push_schedule_ring(n, count * es);
+      return launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
+    }
+    if (o->algo == GC_ALGO_TWOSHOT_PUSH)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "broadcast by writes (twoshot_push) needs %s",
+                     n < 2 ? "2 or more GPUs" : "a recvbuf from gc_mem_alloc");
+    plan->algo = n > 2 && count * es > ((size_t)1 << 20) ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT;
   }
   int two_stage = plan->algo == GC_ALGO_TWOSHOT;
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;

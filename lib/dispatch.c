@@ -48,14 +48,14 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 164.8 vs 167.4 us */
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132}, /* one copy: 256 MB 723.7 us, 371 GB/s */
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
-    /* 4 GPUs: one stage 6.2 us vs two stages 12.7 us at 256 KB, 15.9 vs 16.1 us at 1 MB, 42.1 vs
-     * 32.5 us at 4 MB (sweep-h200x4, float32); two stages 306 us vs copy engine 316 at 64 MB,
-     * 1383 vs 1081 at 256 MB (bf16). */
-    {GC_COLL_BROADCAST, 3, 8, 1 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 3, 8, 64 * MB, GC_ALGO_TWOSHOT, 132},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},       /* one copy: 256 MB 723.7 us, 371 GB/s */
+    /* 4 GPUs, bf16: by writes (owners up to 64 MB, then the ring; coll.c) 15.4 us at 1 MB, 31.7
+     * at 4 MB, 221.5 at 64 MB, 2981-3184 at 1 GB, against the pull kernels' 16.2, 33.7, 307.8 and
+     * the copy engines' 4355.7 (bench/results/broadcast-h200x4.txt, before and after). */
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 132},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
 };
 
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
@@ -102,7 +102,7 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
   if ((coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && algo == GC_ALGO_TWOSHOT) ||
-      (coll != GC_COLL_ALLREDUCE && algo == GC_ALGO_TWOSHOT_PUSH)) {
+      (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && algo == GC_ALGO_TWOSHOT_PUSH)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
                      gc_algo_name(algo));
@@ -134,7 +134,7 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     if (rows[i].max_bytes == ANY) snprintf(upto, sizeof upto, "any");
     else snprintf(upto, sizeof upto, "%zu", rows[i].max_bytes);
     const char *algo = gc_algo_name(rows[i].algo);
-    if (rows[i].coll == GC_COLL_BROADCAST && rows[i].algo != GC_ALGO_COPYENGINE)
+    if (rows[i].coll == GC_COLL_BROADCAST && (rows[i].algo == GC_ALGO_ONESHOT || rows[i].algo == GC_ALGO_TWOSHOT))
       algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
     n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d\n", gc__coll_name(rows[i].coll), gpus, upto,
                           algo, rows[i].max_blocks);

@@ -44,8 +44,12 @@ for s in "${steps[@]}"; do
       step configure 120 cmake -S . -B "$build" -DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_SWIG=OFF
       tail -5 "$logs/configure.log"
       step make 300 cmake --build "$build" -j 32 ;;
-    tests)  step gpu_np4 240 $mpirun -np 4 "$build/tests/gc_tests" --gpu ;;
-    tests2) step gpu_np2 200 $mpirun -np 2 "$build/tests/gc_tests" --gpu
+    tests)  step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu
+            for sched in ring owners; do
+              step gpu_np4_bcast_$sched 120 env GC_TIMEOUT_MS=30000 GC_PUSH_SCHEDULE=$sched GC_PUSH_PIECE=4096 \
+                $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite collectives
+            done ;;
+    tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
     tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
@@ -55,15 +59,20 @@ for s in "${steps[@]}"; do
         grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
       done ;;
     algos)  # collectives with an algorithm forced, 1 MB - 1 GB: the data behind the dispatch table.
-      # Entries: "GPUS COLLECTIVE ALGORITHM [VAR=VALUE]"; ALGOS replaces the default list.
+      # Entries: "GPUS:COLLECTIVE:ALGORITHM[:VAR=VALUE,...]" (M=N is the bench's -m N, a grid cap);
+      # ALGOS replaces the default list.
       default_algos="4:allreduce:twoshot 4:allreduce:copyengine 4:reducescatter:copyengine
         4:reducescatter:copyengine:GC_STAGING_BYTES=268435456 4:reducescatter:copyengine:GC_MAX_BLOCKS=16
         4:allgather:copyengine 4:broadcast:copyengine 2:allreduce:twoshot_push 2:allreduce:copyengine
         2:allgather:oneshot 2:allgather:copyengine 2:broadcast:oneshot 2:broadcast:copyengine"
       for entry in ${ALGOS:-$default_algos}; do
-        IFS=: read -r np coll algo var <<< "$entry"
-        name=algo${np}_${coll}_${algo}${var:+_${var%%=*}}
-        step "$name" 60 env $var $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
+        IFS=: read -r np coll algo vars <<< "$entry"
+        envs=() extra=()
+        for v in ${vars//,/ }; do
+          case $v in M=*) extra+=(-m "${v#M=}") ;; *) envs+=("$v") ;; esac
+        done
+        name=algo${np}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
+        step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo "${extra[@]}" -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
         grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5

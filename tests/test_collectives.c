@@ -312,17 +312,21 @@ static void test_allgather(void) {
 
 /* ---- broadcast ------------------------------------------------------------------------------- */
 
+/* Byte offset of broadcast buffers from their allocation (unaligned cases). */
+static size_t bc_offset = 0;
+
 static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   int salt = ++salt_counter, me = gc_test_rank;
-  size_t es = gc_dtype_size(dt);
+  size_t es = gc_dtype_size(dt), off = bc_offset;
   char what[120];
-  snprintf(what, sizeof what, "broadcast %s count %zu root %d%s", gc_dtype_name(dt), count, root,
-           in_place ? " in place" : "");
-  char *recv = buf_alloc(count * es + GUARD);
+  snprintf(what, sizeof what, "broadcast %s count %zu root %d%s%s", gc_dtype_name(dt), count, root,
+           in_place ? " in place" : "", off ? " unaligned" : "");
+  char *recv_base = buf_alloc(count * es + GUARD + off), *recv = recv_base + off, *send_base = NULL;
   gc_test_poison(recv, count * es + GUARD);
   char *send = NULL;
   if (me == root) {
-    send = in_place ? recv : gc_test_alloc(count * es);
+    send_base = in_place ? NULL : gc_test_alloc(count * es + off);
+    send = in_place ? recv : send_base + off;
     gc_test_fill(send, count, dt, root, salt);
   }
   gc_options_t o = GC_OPTIONS_INIT;
@@ -346,8 +350,8 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   }
   free(host);
   free(want);
-  if (send && send != recv) gc_test_free(send);
-  buf_free(recv);
+  if (send_base) gc_test_free(send_base);
+  buf_free(recv_base);
   return gc_test_all(ok);
 }
 
@@ -431,6 +435,43 @@ static void test_copyengine(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* ---- broadcast by writes (twoshot_push) -------------------------------------------------------- */
+
+static void test_broadcast_push(void) {
+  int ready = 0;
+  if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
+  if (!ready || gc_test_size < 2) {
+    gc_test_note("broadcast by writes: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped");
+    return;
+  }
+  mode_algo = GC_ALGO_TWOSHOT_PUSH;
+  mode_symmetric = 1;
+  int bad = 0;
+  static const size_t counts[] = {0, 1, 3, 1021, 65537, 1048573};
+  for (int root = 0; root < gc_test_size; root++)
+    for (int d = 0; d < GC_NUM_DTYPES; d++)
+      for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+        for (int ip = 0; ip < 2; ip++) bad += !run_bc((gc_dtype_t)d, counts[k], root, ip);
+  for (int root = 0; root < gc_test_size; root++) {
+    bad += !run_bc(GC_UINT8, 30000017, root, root & 1); /* thousands of pieces per block */
+    bc_offset = 3; /* the byte path: nothing 16-byte aligned */
+    bad += !run_bc(GC_UINT8, 1000003, root, 0);
+    bc_offset = 2; /* element-aligned only */
+    bad += !run_bc(GC_BFLOAT16, 77777, root, 1);
+    bc_offset = 0;
+  }
+  /* Outputs must be symmetric: asking with a plain one is an error, and says why. */
+  mode_symmetric = 0;
+  void *buf = gc_test_alloc(4096);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  CU_ASSERT_EQUAL(gc_broadcast_ex(buf, buf, 1024, GC_FLOAT32, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
+  gc_test_free(buf);
+  mode_algo = GC_ALGO_AUTO;
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 void gc_test_suite_collectives(void) {
   static const gc_test_case_t tests[] = {{"reduce-scatter 1-D", test_rs_1d},
                                          {"reduce-scatter epilogue", test_rs_epilogue},
@@ -440,6 +481,7 @@ void gc_test_suite_collectives(void) {
                                          {"all-gather", test_allgather},
                                          {"broadcast", test_broadcast},
                                          {"copy-engine path", test_copyengine},
+                                         {"broadcast by writes", test_broadcast_push},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);
 }

@@ -281,6 +281,8 @@ static void test_copyengine_allreduce(void) {
     check_allreduce(c, "copyengine f16 min", a, b, 1, GC_FLOAT16, GC_MIN, &o, salt++);
     check_allreduce(c, "copyengine unaligned bf16", (char *)a + 2, (char *)b + 6, 700001, GC_BFLOAT16, GC_SUM, &o,
                     salt++);
+    check_allreduce(c, "copyengine unaligned bf16, several pipeline chunks", (char *)a + 2, (char *)b + 6, n - 16,
+                    GC_BFLOAT16, GC_SUM, &o, salt++);
     void *eager = gc_test_alloc(n * 2); /* an input peers cannot read: copied into the output first */
     check_allreduce(c, "copyengine bf16 from a plain input", eager, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
     check_allreduce(c, "copyengine f16 odd count from a plain input", eager, b, 1000001, GC_FLOAT16, GC_SUM, &o, salt++);
