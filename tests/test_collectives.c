@@ -399,13 +399,17 @@ static int copyengine_cases(void) {
   return bad;
 }
 
-static void test_copyengine(void) {
+/* True when 2+ GPUs with peer access run this suite; else notes that `what` was skipped. */
+static int peer_gpus(const char *what) {
   int ready = 0;
   if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
-  if (!ready || gc_test_size < 2) {
-    gc_test_note("copy-engine path: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped");
-    return;
-  }
+  if (ready && gc_test_size >= 2) return 1;
+  gc_test_note("%s: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped", what);
+  return 0;
+}
+
+static void test_copyengine(void) {
+  if (!peer_gpus("copy-engine path")) return;
   mode_algo = GC_ALGO_COPYENGINE;
   mode_symmetric = 1;
   int bad = copyengine_cases();
@@ -438,12 +442,7 @@ static void test_copyengine(void) {
 /* ---- broadcast by writes (twoshot_push) -------------------------------------------------------- */
 
 static void test_broadcast_push(void) {
-  int ready = 0;
-  if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
-  if (!ready || gc_test_size < 2) {
-    gc_test_note("broadcast by writes: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped");
-    return;
-  }
+  if (!peer_gpus("broadcast by writes")) return;
   mode_algo = GC_ALGO_TWOSHOT_PUSH;
   mode_symmetric = 1;
   int bad = 0;
