@@ -70,20 +70,17 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
   const size_t bytes = a.count * dtype_size(a.dtype);
   const char *src = (const char *)a.in[root];
   char *recv = (char *)a.recv;
+  // Two stages: chunks of at least 4 MB, about eight of them; root meets each chunk's barrier.
+  const bool two_stage = !one_stage && n > 2;
+  const size_t unit = VEC ? 16 : 1, units = bytes / unit, chunk = max(units / 8, (size_t)(4u << 20) / unit);
   if (!sync.barrier()) return;  // root's data is in place
-  if (one_stage || n <= 2 || me == root) {
+  if (!two_stage || me == root) {
     // root holds it all (at most a local copy); one-stage ranks pull everything from root.
-    if (one_stage || n <= 2 || src != recv) copy_bytes(recv, src, bytes);
-    if (!one_stage && n > 2) {
-      // root still meets every barrier of the two-stage ranks
-      const size_t units = bytes / (VEC ? 16 : 1);
-      const size_t chunk = max(units / 8, (size_t)(4u << 20) / (VEC ? 16 : 1));
+    copy_bytes(recv, src, bytes);
+    if (two_stage)
       for (size_t c0 = 0; c0 < units; c0 += chunk)
         if (!sync.barrier()) return;
-    }
   } else {
-    const size_t unit = VEC ? 16 : 1, units = bytes / unit;
-    const size_t chunk = max(units / 8, (size_t)(4u << 20) / unit);
     const int owners = n - 1, me_owner = me < root ? me : me - 1;
     const bool dst_vec = aligned16(recv);
     size_t prev0 = 0, prevn = 0;
@@ -176,9 +173,7 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
       for (int r = 0; r < n; r++)
         if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
       write_piece<VEC>(own + off, len, dst, nd);
-      __syncthreads();
-      if (threadIdx.x < (unsigned)n && (int)threadIdx.x != root && (int)threadIdx.x != me)
-        st_release_sys(&a.peers.sig[threadIdx.x]->flag[blockIdx.x][me], mark);
+      sync.signal_each(((1u << n) - 1) & ~(1u << root) & ~(1u << me), mark);
     } else {
       if (!sync.wait(owner, mark)) return;
     }

@@ -295,20 +295,19 @@ struct Sync {
     __syncthreads();
     return !failed;
   }
-  // Point to point, for kernels that pipeline between barriers: tell rank `to` that this block's
-  // writes so far are done (its slot of this block and this rank gets `value`) ...
-  __device__ void signal(int to, uint32_t value) {
+  // Point to point, for kernels that pipeline between barriers: tell every rank in the bit mask
+  // `to` that this block's writes so far are done (its slot of this block and this rank gets
+  // `value`; thread r writes to rank r, as in barrier) ...
+  __device__ void signal_each(unsigned to, uint32_t value) {
     __syncthreads();
-    if (threadIdx.x == 0) st_release_sys(&P.sig[to]->flag[blockIdx.x][P.rank], value);
+    if (threadIdx.x < (unsigned)P.nranks && (to >> threadIdx.x & 1u))
+      st_release_sys(&P.sig[threadIdx.x]->flag[blockIdx.x][P.rank], value);
   }
+  __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
   // ... and wait, the whole block, until rank `from` has signalled `value` (or more) here.
   __device__ bool wait(int from, uint32_t value) {
-    __shared__ int failed;
-    if (threadIdx.x == 0) failed = !wait_word(&P.sig[P.rank]->flag[blockIdx.x][from], value);
-    __syncthreads();
-    const bool ok = !failed;
-    __syncthreads(); // every thread has read `failed` before the next wait writes it
-    return ok;
+    const bool failed = threadIdx.x == 0 && !wait_word(&P.sig[P.rank]->flag[blockIdx.x][from], value);
+    return !__syncthreads_or(failed);
   }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {

@@ -105,14 +105,16 @@ static gc_result_t launched(gc_comm_t comm, int err, const char *what) {
   return GC_SUCCESS;
 }
 
-/* The copy-engine path writes into peers' outputs, so it needs an output from gc_mem_alloc and
- * 2+ GPUs. When it cannot run, a call that asked for it fails; the dispatch table's choice falls
- * back to `instead` (plan->algo is changed, and the kernel path below takes the call). */
-static gc_result_t copyengine_or(gc_comm_t comm, const gc_options_t *o, int usable, const char *why,
-                                 gc_algo_t instead, gc__plan_t *plan) {
+/* The copy-engine path and the broadcast by writes write into peers' outputs, so they need an
+ * output from gc_mem_alloc and 2+ GPUs. When plan->algo cannot run, a call that asked for it
+ * fails; the dispatch table's choice falls back to `instead` (plan->algo is changed, and the
+ * kernel path below takes the call). */
+static gc_result_t usable_or(gc_comm_t comm, const gc_options_t *o, int usable, const char *why, gc_algo_t instead,
+                             gc__plan_t *plan) {
   if (usable && comm->local_size >= 2) return GC_SUCCESS;
-  if (o->algo == GC_ALGO_COPYENGINE)
-    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm copyengine needs %s", comm->local_size < 2 ? "2 or more GPUs" : why);
+  if (o->algo == plan->algo)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm %s needs %s", gc_algo_name(plan->algo),
+                   comm->local_size < 2 ? "2 or more GPUs" : why);
   plan->algo = instead;
   return GC_SUCCESS;
 }
@@ -131,9 +133,9 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    GC_CHECK(copyengine_or(comm, o, out_ok && (in_ok || os == es),
-                           out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
-                           GC_ALGO_TWOSHOT, plan));
+    GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
+                       out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
+                       GC_ALGO_TWOSHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       return gc__ce_allreduce(comm, &a, in_ok ? sym_in : NULL, send, sym_out, count, es, os, o->add, stream);
@@ -213,7 +215,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    GC_CHECK(copyengine_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
+    GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE)
       return gc__ce_reducescatter(comm, &a, send, recv, sp->off, sp->len, es, os, o->add, stream);
   }
@@ -291,7 +293,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    GC_CHECK(copyengine_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
+    GC_CHECK(usable_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
   if (count * es <= GC_PUSH_MAX_BYTES) {
@@ -320,11 +322,9 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
  * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16: owners 15.4 us at
  * 1 MB and 221.5 us at 64 MB against the ring's 18.4 and 234.7; the ring 783.7 us at 256 MB and
  * 2981.2 us at 1 GB against 808.3 and 3184.0 (bench/results/forced/bcast4_*). */
-static int push_schedule_ring(int n, size_t bytes) {
-  const char *v = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
-  if (strcmp(v, "ring") == 0) return 1;
-  if (strcmp(v, "owners") == 0) return 0;
-  return n > 2 && bytes > ((size_t)64 << 20);
+static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
+  if (comm->push_schedule >= 0) return comm->push_schedule;
+  return comm->local_size > 2 && bytes > ((size_t)64 << 20);
 }
 
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
@@ -336,28 +336,26 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    GC_CHECK(copyengine_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
+    GC_CHECK(usable_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
     }
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-    if (zero && n >= 2) {
+    GC_CHECK(usable_or(comm, o, zero, "a recvbuf from gc_mem_alloc",
+                       n > 2 && count * es > ((size_t)1 << 20) ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       a.root = root;
       a.send = me == root ? send : NULL;
       a.recv = recv;
       a.count = count;
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
-      a.piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
-      a.ring = push_schedule_ring(n, count * es);
+      a.piece = comm->push_piece;
+      a.ring = push_schedule_ring(comm, count * es);
       return launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
-    if (o->algo == GC_ALGO_TWOSHOT_PUSH)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "broadcast by writes (twoshot_push) needs %s",
-                     n < 2 ? "2 or more GPUs" : "a recvbuf from gc_mem_alloc");
-    plan->algo = n > 2 && count * es > ((size_t)1 << 20) ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT;
   }
   int two_stage = plan->algo == GC_ALGO_TWOSHOT;
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;

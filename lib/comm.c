@@ -123,6 +123,9 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->tp.staging_bytes = (comm->tp.staging_bytes + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
   comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
+  comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
+  const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
+  comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (auto, oneshot, twoshot, twoshot_push, mpi, multimem, copyengine)",
                    gc__param_str(GC_PARAM_ALGO));

@@ -153,6 +153,8 @@ struct gc_comm {
   gc__symmetric_t *symmetric;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
+  size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
+  int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   int timeout_ms;
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */

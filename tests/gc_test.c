@@ -239,6 +239,14 @@ void gc_test_note(const char *fmt, ...) {
   va_end(ap);
 }
 
+int gc_test_peer_gpus(const char *what, int min_ranks) {
+  int ready = 0;
+  if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
+  if (ready && gc_test_size >= min_ranks) return 1;
+  gc_test_note("%s: needs %d+ GPUs with peer access (--gpu on a GPU host); skipped", what, min_ranks);
+  return 0;
+}
+
 void gc_test_add_suite(const char *name, const gc_test_case_t *tests) {
   CU_pSuite s = CU_add_suite(name, NULL, NULL);
   if (!s) {

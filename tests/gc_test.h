@@ -72,6 +72,9 @@ int gc_test_all(int ok);
 int gc_test_same_on_all_ranks(const void *host_buf, size_t bytes);
 /* Prints (rank 0 only) a note about a skipped case. */
 void gc_test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when the suite runs on at least min_ranks GPUs with peer access; else notes that `what` was
+ * skipped and returns 0. */
+int gc_test_peer_gpus(const char *what, int min_ranks);
 
 /* The suite table: each test file defines one function that adds its suite(s) to CUnit. */
 void gc_test_suite_errors(void);

@@ -399,17 +399,8 @@ static int copyengine_cases(void) {
   return bad;
 }
 
-/* True when 2+ GPUs with peer access run this suite; else notes that `what` was skipped. */
-static int peer_gpus(const char *what) {
-  int ready = 0;
-  if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
-  if (ready && gc_test_size >= 2) return 1;
-  gc_test_note("%s: needs 2+ GPUs with peer access (--gpu on a GPU host); skipped", what);
-  return 0;
-}
-
 static void test_copyengine(void) {
-  if (!peer_gpus("copy-engine path")) return;
+  if (!gc_test_peer_gpus("copy-engine path", 2)) return;
   mode_algo = GC_ALGO_COPYENGINE;
   mode_symmetric = 1;
   int bad = copyengine_cases();
@@ -442,7 +433,7 @@ static void test_copyengine(void) {
 /* ---- broadcast by writes (twoshot_push) -------------------------------------------------------- */
 
 static void test_broadcast_push(void) {
-  if (!peer_gpus("broadcast by writes")) return;
+  if (!gc_test_peer_gpus("broadcast by writes", 2)) return;
   mode_algo = GC_ALGO_TWOSHOT_PUSH;
   mode_symmetric = 1;
   int bad = 0;

@@ -29,19 +29,6 @@ static void gc_test_graph_destroy(void *graph_exec) {
   if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
-static int p2p_ready(gc_comm_t comm) {
-  int ready = 0;
-  if (!gc_test_on_gpu) return 0;
-  GC_TEST_OK(gc_comm_p2p_ready(comm, &ready));
-  return ready;
-}
-
-static int need_p2p(const char *what) {
-  if (p2p_ready(gc_test_comm)) return 1;
-  gc_test_note("%s: needs GPUs with peer access (run with --gpu on a GPU host); skipped", what);
-  return 0;
-}
-
 /* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
  * bits on every rank. send/recv are device buffers of the caller's choosing (eager or symmetric);
  * in place when send == recv. */
@@ -79,7 +66,7 @@ static void check_allreduce(gc_comm_t comm, const char *what, void *send, void *
 static const size_t sizes[] = {1, 7, 4099, 65537, 1048577, 8388608};
 
 static void test_forced_algorithms(void) {
-  if (!need_p2p("forced algorithms")) return;
+  if (!gc_test_peer_gpus("forced algorithms", 1)) return;
   static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH};
   size_t maxn = sizes[sizeof sizes / sizeof sizes[0] - 1];
   void *a = gc_test_alloc(maxn * 4), *b = gc_test_alloc(maxn * 4);
@@ -101,7 +88,7 @@ static void test_forced_algorithms(void) {
 }
 
 static void test_symmetric_zero_copy(void) {
-  if (!need_p2p("symmetric buffers")) return;
+  if (!gc_test_peer_gpus("symmetric buffers", 1)) return;
   size_t n = 3 * 1048576 + 5;
   void *a = NULL, *b = NULL;
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &a));
@@ -138,7 +125,7 @@ static void test_symmetric_zero_copy(void) {
 
 /* A 64 KiB staging area forces every eager collective through many chunks. */
 static void test_small_staging_chunks(void) {
-  if (!need_p2p("chunked staging")) return;
+  if (!gc_test_peer_gpus("chunked staging", 1)) return;
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.staging_bytes = 65536;
@@ -180,7 +167,7 @@ static void test_small_staging_chunks(void) {
 }
 
 static void test_fused_epilogue(void) {
-  if (!need_p2p("fused epilogues")) return;
+  if (!gc_test_peer_gpus("fused epilogues", 1)) return;
   size_t n = 262147;
   void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4), *add = gc_test_alloc(n * 4);
   gc_test_fill(add, n, GC_BFLOAT16, -1, 500);
@@ -202,7 +189,7 @@ static void test_fused_epilogue(void) {
 }
 
 static void test_pdl(void) {
-  if (!need_p2p("programmatic dependent launch")) return;
+  if (!gc_test_peer_gpus("programmatic dependent launch", 1)) return;
   size_t n = 65536 + 8;
   void *a = gc_test_alloc(n * 2), *b = gc_test_alloc(n * 2);
   gc_options_t o = GC_OPTIONS_INIT;
@@ -215,7 +202,7 @@ static void test_pdl(void) {
 /* Captures an all-reduce (eager, through staging) and an all-gather into one graph, replays it
  * three times on fresh inputs, and checks every replay. */
 static void test_graph_capture(void) {
-  if (!need_p2p("graph capture")) return;
+  if (!gc_test_peer_gpus("graph capture", 1)) return;
   size_t n = 300007;
   void *send = gc_test_alloc(n * 2), *recv = gc_test_alloc(n * 2), *gather = gc_test_alloc(n * 2 * gc_test_size);
   void *stream = NULL;
@@ -257,7 +244,7 @@ static void test_graph_capture(void) {
  * a fused epilogue with a cast, a 1 MB staging area (many pipeline chunks), graph capture and
  * replay; and a clear refusal when the output is not symmetric. */
 static void test_copyengine_allreduce(void) {
-  if (!need_p2p("copy-engine all-reduce") || gc_test_size < 2) return;
+  if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
   gc_comm_t small = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.staging_bytes = 1 << 20;
@@ -336,7 +323,7 @@ static void test_copyengine_allreduce(void) {
 /* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
  * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. */
 static void test_forced_timeout(void) {
-  if (!need_p2p("forced timeout") || gc_test_size < 2) return;
+  if (!gc_test_peer_gpus("forced timeout", 2)) return;
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.timeout_ms = 300;
