@@ -76,7 +76,6 @@ typedef struct options {
 } options_t;
 
 typedef struct result {
-  int valid;
   double us, algbw, busbw;
   long long wrong; /* -1: not checked */
 } result_t;
@@ -650,7 +649,7 @@ static double bus_factor(gcb_coll_t coll, int n) {
 }
 
 static result_t measure(bench_t *b, int lib, int placement, int warmup, int iters) {
-  result_t res = {.valid = 1, .wrong = -1};
+  result_t res = {.wrong = -1};
   if (b->o.check) res.wrong = check_one(b, lib, placement);
   call_t c = {.b = b, .lib = lib, .placement = placement, .next = 0};
   double us = 0;

@@ -1,5 +1,6 @@
 /* bootstrap.c — the MPI control plane: communicator duplication, node-local split, exchanges of
  * handles, bounded barriers, CUDA-aware detection. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,22 +14,27 @@
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Polls a nonblocking request until it completes or the communicator's timeout passes, so a rank
- * whose peers never arrive gets GC_ERR_TIMEOUT instead of waiting forever. */
-static gc_result_t wait_bounded(gc_comm_t comm, MPI_Request *req, const char *what) {
-  double deadline = now_ms() + comm->timeout_ms;
-  for (;;) {
+/* Polls a nonblocking request until it completes or comm->timeout_ms passes, so a rank whose
+ * peers never arrive gets GC_ERR_TIMEOUT instead of waiting forever. On a timeout the request (and
+ * the buffers it may still write) are left alone on purpose: MPI forbids freeing or cancelling a
+ * collective request, and the communicator is unusable from then on. */
+gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what) {
+  double start = now_ms();
+  for (unsigned spin = 0;; spin++) {
     int done = 0;
     GC_MPI_CHECK(comm, MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done) return GC_SUCCESS;
-    if (now_ms() > deadline) {
+    if ((spin & 63u) == 63u && now_ms() - start > comm->timeout_ms) {
       comm->sticky = GC_ERR_TIMEOUT;
-      return GC_FAIL(comm, GC_ERR_TIMEOUT, "%s: peers did not arrive within %d ms (GC_TIMEOUT_MS)",
-                     what, comm->timeout_ms);
+      return GC_FAIL(comm, GC_ERR_TIMEOUT,
+                     "%s did not complete within GC_TIMEOUT_MS=%d ms (a rank is missing or stuck); destroy the "
+                     "communicator", what, comm->timeout_ms);
     }
+    /* Ranks are often oversubscribed (CI runs 4 ranks on 2 cores): give the core away. */
+    sched_yield();
   }
 }
 
@@ -77,39 +83,33 @@ void gc__boot_destroy(gc_comm_t comm) {
 gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
   MPI_Request req;
   GC_MPI_CHECK(comm, MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->local, &req));
-  return wait_bounded(comm, &req, "local allgather");
-}
-
-gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
-  MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->mpi, &req));
-  return wait_bounded(comm, &req, "allgather");
+  return gc__boot_wait(comm, &req, "local allgather");
 }
 
 gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
   MPI_Request req;
   GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->mpi, &req));
-  return wait_bounded(comm, &req, "broadcast");
+  return gc__boot_wait(comm, &req, "broadcast");
 }
 
 gc_result_t gc__boot_barrier(gc_comm_t comm) {
   MPI_Request req;
   GC_MPI_CHECK(comm, MPI_Ibarrier(comm->mpi, &req));
-  return wait_bounded(comm, &req, "barrier");
+  return gc__boot_wait(comm, &req, "barrier");
 }
 
 gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
   MPI_Request req;
   double in = *value;
   GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_DOUBLE, MPI_MAX, comm->mpi, &req));
-  return wait_bounded(comm, &req, "allreduce(max)");
+  return gc__boot_wait(comm, &req, "allreduce(max)");
 }
 
 gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) {
   MPI_Request req;
   int in = *value;
   GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, comm->mpi, &req));
-  return wait_bounded(comm, &req, "allreduce(min)");
+  return gc__boot_wait(comm, &req, "allreduce(min)");
 }
 
 int gc__boot_query_cuda_aware(void) {

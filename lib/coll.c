@@ -99,12 +99,6 @@ static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_opt
   return a;
 }
 
-static gc_result_t launched(gc_comm_t comm, int err, const char *what) {
-  if (err != 0)
-    return GC_FAIL(comm, GC_ERR_CUDA, "%s kernel launch failed: %s", what, cudaGetErrorString((cudaError_t)err));
-  return GC_SUCCESS;
-}
-
 /* The copy-engine path and the broadcast by writes write into peers' outputs, so they need an
  * output from gc_mem_alloc and 2+ GPUs. When plan->algo cannot run, a call that asked for it
  * fails; the dispatch table's choice falls back to `instead` (plan->algo is changed, and the
@@ -147,7 +141,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     a.send = send;
     a.recv = recv;
     a.count = count;
-    return launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
+    return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
     /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
@@ -167,7 +161,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
       a.recv = (char *)recv + c0 * os;
       a.count = cn;
       a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
-      GC_CHECK(launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce"));
+      GC_CHECK(gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce"));
     }
     return GC_SUCCESS;
   }
@@ -191,7 +185,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     a.recv = (char *)recv + c0 * os;
     a.count = cn;
     a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
-    GC_CHECK(launched(comm, gc_kernel_allreduce(&a, plan->algo == GC_ALGO_TWOSHOT ? GC_KALGO_TWOSHOT : GC_KALGO_ONESHOT,
+    GC_CHECK(gc__launched(comm, gc_kernel_allreduce(&a, plan->algo == GC_ALGO_TWOSHOT ? GC_KALGO_TWOSHOT : GC_KALGO_ONESHOT,
                                                 stream), "all-reduce"));
   }
   return GC_SUCCESS;
@@ -236,7 +230,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
                                             rn * sp->cols * es, cudaMemcpyDeviceToDevice, stream));
       a.recv = (char *)recv + i0 * sp->len[me] * os;
       a.ep.add = o->add ? (const char *)o->add + i0 * sp->len[me] * es : NULL;
-      GC_CHECK(launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
+      GC_CHECK(gc__launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
     }
     return GC_SUCCESS;
   }
@@ -248,7 +242,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
     a.send = send;
     a.recv = recv;
-    return launched(comm, gc_kernel_push_reducescatter(&a, stream), "reduce-scatter");
+    return gc__launched(comm, gc_kernel_push_reducescatter(&a, stream), "reduce-scatter");
   }
   size_t chunk = in_zero ? maxlen : (staging_half(comm) / es / n) & ~(size_t)15;
   for (size_t c0 = 0; c0 < maxlen; c0 += chunk) {
@@ -270,7 +264,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     }
     a.recv = (char *)recv + c0 * os;
     a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
-    GC_CHECK(launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
+    GC_CHECK(gc__launched(comm, gc_kernel_reducescatter(&a, stream), "reduce-scatter"));
   }
   return GC_SUCCESS;
 }
@@ -300,7 +294,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     a.send = send;
     a.recv = recv;
     a.count = count;
-    return launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
+    return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
   }
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
     size_t cn = count - c0 < chunk ? count - c0 : chunk;
@@ -313,7 +307,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
                                           cudaMemcpyDeviceToDevice, stream));
     a.recv = recv;
     a.count = cn;
-    GC_CHECK(launched(comm, gc_kernel_allgather(&a, stream), "all-gather"));
+    GC_CHECK(gc__launched(comm, gc_kernel_allgather(&a, stream), "all-gather"));
   }
   return GC_SUCCESS;
 }
@@ -354,7 +348,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
       a.ring = push_schedule_ring(comm, count * es);
-      return launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
+      return gc__launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
   }
   int two_stage = plan->algo == GC_ALGO_TWOSHOT;
@@ -366,7 +360,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
     a.send = send;
     a.recv = recv;
     a.count = count;
-    return launched(comm, gc_kernel_push_gather(&a, 1, stream), "broadcast");
+    return gc__launched(comm, gc_kernel_push_gather(&a, 1, stream), "broadcast");
   }
   if (zero && me == root && send != recv)
     GC_CUDA_CHECK(comm, cudaMemcpyAsync(recv, send, count * es, cudaMemcpyDeviceToDevice, stream));
@@ -381,7 +375,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
                                           cudaMemcpyDeviceToDevice, stream));
     a.recv = (char *)recv + c0 * es;
     a.count = cn;
-    GC_CHECK(launched(comm, gc_kernel_broadcast(&a, !two_stage, stream), "broadcast"));
+    GC_CHECK(gc__launched(comm, gc_kernel_broadcast(&a, !two_stage, stream), "broadcast"));
   }
   return GC_SUCCESS;
 }
@@ -419,14 +413,12 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, co
   return GC_SUCCESS;
 }
 
-/* The public wrappers (GC_ON_DEVICE) have checked that comm is live; a failed one stays failed. */
-static gc_result_t begin(gc_comm_t comm) { return gc__comm_health(comm); }
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
 static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
-  GC_CHECK(begin(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
   if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
   gc_options_t o;
@@ -540,7 +532,7 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
 
 /* Validates the common arguments and builds the split; the caller frees sp->off. */
 static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, split_t *sp) {
-  GC_CHECK(begin(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
   if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
   memset(sp, 0, sizeof *sp);
@@ -609,7 +601,7 @@ gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_
 
 static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
                             const gc_options_t *opts) {
-  GC_CHECK(begin(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
@@ -638,7 +630,7 @@ gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t 
 
 static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
-  GC_CHECK(begin(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));

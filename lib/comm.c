@@ -110,7 +110,6 @@ static void comm_free(gc_comm_t comm) {
   gc__boot_destroy(comm);
   free(comm->algo_table_text);
   free(comm->tuned);
-  comm->magic = 0;
   free(comm);
 }
 
@@ -123,6 +122,8 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->tp.staging_bytes = (comm->tp.staging_bytes + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
   comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
+  int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
+  comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
@@ -138,7 +139,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->all_gpu = has_gpu;
   GC_CHECK(gc__boot_min_int(comm, &comm->all_gpu));
   if (has_gpu) GC_CHECK(gc__transport_init(comm));
-  GC_CHECK(gc__dispatch_init(comm));
+  GC_CHECK(gc__dispatch_describe(comm));
   GC_INFO(GC_SUB_INIT, "rank %d/%d local %d/%d nodes %d device %d cuda-aware %d p2p %d", comm->rank,
           comm->size, comm->local_rank, comm->local_size, comm->node_count, comm->device,
           comm->cuda_aware, comm->p2p_ready);
@@ -158,7 +159,6 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
   }
   gc_comm_t comm = calloc(1, sizeof *comm);
   if (!comm) return GC_FAIL(NULL, GC_ERR_SYSTEM, "gc_comm_init: out of host memory");
-  comm->magic = GC_COMM_MAGIC;
   comm->mpi = comm->local = MPI_COMM_NULL;
   comm->device = -1;
   gc_result_t r = comm_setup(comm, user, &c);

@@ -49,15 +49,11 @@ static gc_result_t follow(gc_comm_t comm, cudaStream_t after, cudaStream_t befor
 }
 
 static gc_result_t reduce(gc_comm_t comm, const gc_kargs_t *a, cudaStream_t s) {
-  int e = gc_kernel_reducescatter(a, s);
-  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "reduce kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
-  return GC_SUCCESS;
+  return gc__launched(comm, gc_kernel_reducescatter(a, s), "reduce");
 }
 
 static gc_result_t barrier(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_t s) {
-  int e = gc_kernel_barrier(peers, s);
-  if (e) return GC_FAIL(comm, GC_ERR_CUDA, "barrier kernel launch failed: %s", cudaGetErrorString((cudaError_t)e));
-  return GC_SUCCESS;
+  return gc__launched(comm, gc_kernel_barrier(peers, s), "barrier");
 }
 
 /* Peer or local copies alike (nothing to do when src is dst already). */

@@ -119,8 +119,6 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
   return GC_SUCCESS;
 }
 
-gc_result_t gc__dispatch_init(gc_comm_t comm) { return gc__dispatch_describe(comm); }
-
 gc_result_t gc__dispatch_describe(gc_comm_t comm) {
   size_t cap = 4096 + (size_t)comm->tuned_count * 80, n = 0;
   char *text = malloc(cap);

@@ -2,10 +2,8 @@
  * peer-to-peer kernels cannot run (staged through pinned host memory, or CUDA-aware MPI). */
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
 
@@ -22,37 +20,6 @@
  * rank, so all ranks hold the same bits, and they equal the GPU kernels' bits (DESIGN.md).
  */
 
-/* ---- bounded waits ------------------------------------------------------------------------ */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* Polls a nonblocking collective until it completes or comm->timeout_ms passes. On a timeout
- * the request (and the buffers it may still write) are left alone on purpose: MPI forbids freeing
- * or cancelling a collective request, and the communicator is unusable from then on. */
-static gc_result_t wait_req(gc_comm_t comm, MPI_Request *req, const char *what) {
-  double limit = comm->timeout_ms > 0 ? (double)comm->timeout_ms : 120000.0;
-  double start = now_ms();
-  for (unsigned spin = 0;; spin++) {
-    int done = 0;
-    GC_MPI_CHECK(comm, MPI_Test(req, &done, MPI_STATUS_IGNORE));
-    if (done) return GC_SUCCESS;
-    /* Ranks are often oversubscribed (CI runs 4 ranks on 2 cores): give the core away. */
-    if ((spin & 63u) == 63u) {
-      if (now_ms() - start > limit) {
-        comm->sticky = GC_ERR_TIMEOUT;
-        return GC_FAIL(comm, GC_ERR_TIMEOUT,
-                       "MPI path: %s did not complete within GC_TIMEOUT_MS=%d ms (a rank is "
-                       "missing or stuck); destroy the communicator", what, comm->timeout_ms);
-      }
-    }
-    sched_yield();
-  }
-}
-
 /* ---- helpers -------------------------------------------------------------------------------- */
 
 /* An MPI type that moves one element unchanged (fp8 and half types are plain bytes to MPI). */
@@ -65,12 +32,10 @@ static MPI_Datatype elem_type(size_t size) {
   }
 }
 
-/* Elements per MPI chunk: GC_MPI_CHUNK_BYTES, but at most INT_MAX / 2 so counts and
- * displacements (ints, up to count + nranks) never overflow, and at least one. */
-static size_t chunk_elems(size_t elem_bytes) {
-  int64_t bytes = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
-  if (bytes <= 0) bytes = 4 << 20;
-  size_t n = (size_t)bytes / elem_bytes;
+/* Elements per MPI chunk: GC_MPI_CHUNK_BYTES (read at init), but at most INT_MAX / 2 so counts
+ * and displacements (ints, up to count + nranks) never overflow, and at least one. */
+static size_t chunk_elems(gc_comm_t comm, size_t elem_bytes) {
+  size_t n = comm->mpi_chunk_bytes / elem_bytes;
   if (n < 1) n = 1;
   if (n > (size_t)(INT_MAX / 2)) n = (size_t)(INT_MAX / 2);
   return n;
@@ -450,14 +415,14 @@ static gc_result_t reduce_rounds(rctx_t *X) {
     MPI_Request req;
     MPI_TRY(MPI_Ialltoallv(in[b], X->scount, X->sdispl, it, X->gath, X->rcount, X->rdispl, it,
                            comm->mpi, &req));
-    RC_TRY(wait_req(comm, &req, "MPI_Ialltoallv (reduction)"));
+    RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Ialltoallv (reduction)"));
 
     if (X->allreduce) {
       reduce_slice(&X->R, X->gath, mylen, add[b], X->slice);
       char *dst = X->recv_dev ? st + X->st_out : X->recv + k * X->C * X->osz;
       MPI_TRY(MPI_Iallgatherv(X->slice, (int)mylen, ot, dst, X->scount, X->sdispl, ot, comm->mpi,
                               &req));
-      RC_TRY(wait_req(comm, &req, "MPI_Iallgatherv (reduction)"));
+      RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Iallgatherv (reduction)"));
       if (X->recv_dev)
         CU_TRY(cudaMemcpyAsync(X->recv + k * X->C * X->osz, dst, in_elems * X->osz,
                                cudaMemcpyHostToDevice, X->stream));
@@ -509,7 +474,7 @@ static gc_result_t reduce_run(rctx_t *X, size_t max_in, size_t max_mine) {
 
   rc = reduce_rounds(X);
   if (rc == GC_ERR_TIMEOUT) {
-    /* MPI may still write the scratch buffers: leave them allocated (see wait_req). */
+    /* MPI may still write the scratch buffers: leave them allocated (see gc__boot_wait). */
     return rc;
   }
   if (any_dev) {
@@ -555,7 +520,7 @@ gc_result_t gc__mpi_allreduce(gc_comm_t comm, const void *send, void *recv, size
   X.allreduce = 1;
   X.count = count;
   /* the larger element size sets the chunk, so the pinned chunks stay near GC_MPI_CHUNK_BYTES */
-  X.C = chunk_elems(X.isz > X.osz ? X.isz : X.osz);
+  X.C = chunk_elems(comm, X.isz > X.osz ? X.isz : X.osz);
   if (X.C > count) X.C = count;
   X.rounds = (count + X.C - 1) / X.C;
   size_t max_mine = (X.C + (size_t)comm->size - 1) / (size_t)comm->size;
@@ -583,7 +548,7 @@ gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,
     pos += counts[r];
   }
   /* every rank's block advances by Cr elements a round, so a round moves about one chunk */
-  X.Cr = chunk_elems(X.isz > X.osz ? X.isz : X.osz) / (size_t)n;
+  X.Cr = chunk_elems(comm, X.isz > X.osz ? X.isz : X.osz) / (size_t)n;
   if (X.Cr < 1) X.Cr = 1;
   if (X.Cr > maxc) X.Cr = maxc;
   X.rounds = (maxc + X.Cr - 1) / X.Cr;
@@ -609,7 +574,7 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
   /* CUDA-aware MPI moves device data itself; otherwise device data is staged. */
   int direct = !any_dev || (comm->cuda_aware && send_dev == recv_dev);
   MPI_Datatype et = elem_type(isz), wide = MPI_DATATYPE_NULL;
-  size_t C = chunk_elems(isz);
+  size_t C = chunk_elems(comm, isz);
   if (!direct && recv_dev) C = C / (size_t)(n + 1) ? C / (size_t)(n + 1) : 1; /* [own | n x] */
   if (C > count) C = count;
   size_t rounds = (count + C - 1) / C;
@@ -636,7 +601,7 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
       char *all = st + C * isz;
       if (k >= 2) CU_TRY(cudaEventSynchronize(ev.out[b])); /* round k-2's copy has left */
       MPI_TRY(MPI_Iallgather(own, (int)ck, et, all, (int)ck, et, comm->mpi, &req));
-      RC_TRY(wait_req(comm, &req, "MPI_Iallgather (staged)"));
+      RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Iallgather (staged)"));
       /* n blocks of ck elements to their places, count elements apart in recv (one copy each:
        * cudaMemcpy2D's pitch is limited, and count * isz may pass it) */
       for (int r = 0; r < n; r++)
@@ -649,14 +614,14 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
     RC_TRY(strided_block(comm, ck, et, count * isz, &wide));
     MPI_TRY(MPI_Iallgather(in_place && direct ? MPI_IN_PLACE : own, (int)ck, et, d + c0 * isz, 1,
                            wide, comm->mpi, &req));
-    RC_TRY(wait_req(comm, &req, "MPI_Iallgather"));
+    RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Iallgather"));
     MPI_Type_free(&wide);
     wide = MPI_DATATYPE_NULL;
   }
   if (any_dev) RC_TRY(finish_stream(comm, stream));
 out:
   if (rc == GC_ERR_TIMEOUT) {
-    return rc; /* MPI may still use the type and the events' chunks: leave them (see wait_req) */
+    return rc; /* MPI may still use the type and the events' chunks: leave them (see gc__boot_wait) */
   }
   if (wide != MPI_DATATYPE_NULL) MPI_Type_free(&wide);
   evs_free(&ev);
@@ -672,7 +637,7 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   int any_dev = send_dev || recv_dev;
   int direct = !recv_dev || comm->cuda_aware;
   MPI_Datatype et = elem_type(isz);
-  size_t C = chunk_elems(isz);
+  size_t C = chunk_elems(comm, isz);
   if (C > count) C = count;
   size_t rounds = (count + C - 1) / C;
   gc_result_t rc = GC_SUCCESS;
@@ -709,7 +674,7 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
       }
     }
     MPI_TRY(MPI_Ibcast(buf, (int)ck, et, root, comm->mpi, &req));
-    RC_TRY(wait_req(comm, &req, "MPI_Ibcast"));
+    RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Ibcast"));
     if (!direct && !is_root) {
       CU_TRY(cudaMemcpyAsync(d + c0 * isz, buf, ck * isz, cudaMemcpyHostToDevice, stream));
       CU_TRY(cudaEventRecord(ev.out[b], stream));
@@ -718,7 +683,7 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   if (any_dev) RC_TRY(finish_stream(comm, stream));
 out:
   if (rc == GC_ERR_TIMEOUT) {
-    return rc; /* see wait_req: MPI may still write the chunks */
+    return rc; /* see gc__boot_wait: MPI may still write the chunks */
   }
   evs_free(&ev);
   return rc;

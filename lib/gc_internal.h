@@ -98,6 +98,13 @@ GC_HIDDEN void gc__clear_error(gc_comm_t comm);
     }                                                                                   \
   } while (0)
 
+/* A kernel launcher's status (a cudaError_t value) as a result: "<what> kernel launch failed". */
+static inline gc_result_t gc__launched(gc_comm_t comm, int err, const char *what) {
+  if (err != 0)
+    return GC_FAIL(comm, GC_ERR_CUDA, "%s kernel launch failed: %s", what, cudaGetErrorString((cudaError_t)err));
+  return GC_SUCCESS;
+}
+
 /* MPI return codes; the communicators gpucoll uses are set to MPI_ERRORS_RETURN. */
 GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call, const char *file,
                                    int line);
@@ -110,7 +117,6 @@ GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call
 /* ---------------------------------------------------------------------------------------------
  * The communicator.
  * ------------------------------------------------------------------------------------------- */
-#define GC_COMM_MAGIC 0x67636f6du /* "gcom" */
 #define GC_CE_RING 4                        /* per-chunk events of the copy-engine path, reused */
 #define GC_CE_EVENTS (4 + 2 * GC_CE_RING)
 
@@ -134,7 +140,6 @@ typedef struct gc__transport {
 } gc__transport_t;
 
 struct gc_comm {
-  uint32_t magic;
   MPI_Comm mpi;       /* our duplicate of the user's communicator, MPI_ERRORS_RETURN */
   MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
   int rank, size;
@@ -153,6 +158,7 @@ struct gc_comm {
   gc__symmetric_t *symmetric;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
+  size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   int timeout_ms;
@@ -232,7 +238,8 @@ GC_HIDDEN gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_conf
 GC_HIDDEN void gc__boot_destroy(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all,
                                                size_t bytes);
-GC_HIDDEN gc_result_t gc__boot_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes);
+/* Waits for a nonblocking MPI request, bounded by comm->timeout_ms (then GC_ERR_TIMEOUT, sticky). */
+GC_HIDDEN gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root);
 GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
@@ -267,7 +274,6 @@ typedef struct gc__plan {
 } gc__plan_t;
 GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes,
                                    const gc_options_t *opts, gc__plan_t *plan);
-GC_HIDDEN gc_result_t gc__dispatch_init(gc_comm_t comm);
 /* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
 typedef struct gc__tuned {
   gc__coll_t coll;

@@ -10,7 +10,7 @@ static double wall_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
-static gc_result_t run_calls(gc_comm_t comm, gc_timed_fn fn, void *arg, void *stream, int n) {
+static gc_result_t run_calls(gc_timed_fn fn, void *arg, void *stream, int n) {
   for (int i = 0; i < n; i++) {
     gc_result_t r = fn(arg, stream);
     if (r != GC_SUCCESS) return r;
@@ -22,7 +22,7 @@ static gc_result_t run_calls(gc_comm_t comm, gc_timed_fn fn, void *arg, void *st
 static gc_result_t time_host(gc_comm_t comm, gc_timed_fn fn, void *arg, int iters, double *us) {
   GC_CHECK(gc__boot_barrier(comm));
   double t0 = wall_us();
-  GC_CHECK(run_calls(comm, fn, arg, NULL, iters));
+  GC_CHECK(run_calls(fn, arg, NULL, iters));
   *us = (wall_us() - t0) / iters;
   return GC_SUCCESS;
 }
@@ -45,7 +45,7 @@ static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaSt
       r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
       goto destroy_events;
     }
-    r = run_calls(comm, fn, arg, s, iters);
+    r = run_calls(fn, arg, s, iters);
     e = cudaStreamEndCapture(s, &g);
     if (r != GC_SUCCESS) goto destroy_graph;
     if (e != cudaSuccess) {
@@ -71,7 +71,7 @@ static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaSt
   e = cudaEventRecord(start, s);
   if (e == cudaSuccess) {
     if (graph) e = cudaGraphLaunch(exec, s);
-    else r = run_calls(comm, fn, arg, s, iters);
+    else r = run_calls(fn, arg, s, iters);
   }
   if (e == cudaSuccess && r == GC_SUCCESS) e = cudaEventRecord(stop, s);
   if (e == cudaSuccess && r == GC_SUCCESS) e = cudaEventSynchronize(stop);
@@ -102,7 +102,7 @@ static gc_result_t time_impl(gc_comm_t comm, gc_timed_fn fn, void *arg, void *st
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_time: graph replay needs a GPU; this rank has none");
   cudaStream_t s = (cudaStream_t)stream;
   if (comm->device >= 0 && s == NULL) s = comm->stream; /* legacy stream cannot be captured */
-  GC_CHECK(run_calls(comm, fn, arg, comm->device >= 0 ? (void *)s : NULL, warmup));
+  GC_CHECK(run_calls(fn, arg, comm->device >= 0 ? (void *)s : NULL, warmup));
   if (comm->device >= 0) GC_CUDA_CHECK(comm, cudaStreamSynchronize(s));
   double us = 0;
   if (comm->device >= 0) GC_CHECK(time_device(comm, fn, arg, s, iters, graph, &us));

@@ -7,7 +7,7 @@
 #include "gc_internal.h"
 #include "kernels.h"
 
-/* One IPC export: the handle plus the offset of the pointer inside its allocation. */
+/* One IPC export: the handle, whether the export worked, and which GPU it lives on. */
 typedef struct {
   cudaIpcMemHandle_t handle;
   int ok;
