@@ -9,6 +9,8 @@ gc_install_deps() {
   local pkgs missing=()
   pkgs=$(grep -hv '^\s*#' "$GC_ROOT"/scripts/deps/*.txt | awk 'NF' | sort -u)
   for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  # With a GPU, the bench's tests measure NCCL beside gpucoll: libnccl2 (NVIDIA's CUDA repository).
+  if gc_has_gpu && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2'; then missing+=(libnccl2); fi
   if [ ${#missing[@]} -gt 0 ]; then
     local sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -32,3 +34,6 @@ gc_build() {
   cmake -S "$GC_ROOT" -B "$GC_BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${GC_CMAKE_ARGS:-} "$@"
   cmake --build "$GC_BUILD_DIR" -j "$(nproc)"
 }
+
+# The Python the build's bindings and their tests use (the configured one, else python3).
+gc_build_python() { sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$GC_BUILD_DIR/CMakeCache.txt" 2>/dev/null | grep . || echo python3; }

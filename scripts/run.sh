@@ -6,9 +6,10 @@ source "$(dirname "$0")/common.sh"
 gc_install_deps
 gc_find_cuda
 gc_build
-n=$(gc_gpu_count)
-[ "$n" -ge 1 ] || n=4
+gpus=$(gc_gpu_count)
+n=$gpus
+[ "$gpus" -ge 1 ] || n=4
 out=${GC_RESULTS_DIR:-$GC_ROOT/results}
 mkdir -p "$out"
-echo "== sweep on $n ranks ($( [ "$(gc_gpu_count)" -ge 1 ] && echo GPUs || echo host buffers)), results in $out"
+echo "== sweep on $n ranks ($( [ "$gpus" -ge 1 ] && echo GPUs || echo host buffers)), results in $out"
 mpirun -np "$n" --oversubscribe "$GC_BUILD_DIR/bindings/lua/gpucoll-lua" run "$GC_ROOT/examples/sweep.lua" out="$out" "$@"

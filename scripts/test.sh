@@ -6,9 +6,12 @@ gc_install_deps
 gc_find_cuda
 gc_build
 cd "$GC_BUILD_DIR"
-if gc_has_gpu; then
-  ctest --output-on-failure --timeout 1500
-else
+skip=()
+if ! gc_has_gpu; then
   echo "== no GPU here: running every test except those labelled gpu"
-  ctest --output-on-failure --timeout 1500 -LE gpu
+  skip=(-LE gpu)
+elif ! "$(gc_build_python)" -c "import torch, cupy" 2>/dev/null; then
+  echo "== torch and cupy are not importable: skipping the tests labelled torch (pip install torch cupy-cuda12x runs them)"
+  skip=(-LE torch)
 fi
+ctest --output-on-failure --timeout 1500 "${skip[@]}"

@@ -239,6 +239,9 @@ void gc_test_note(const char *fmt, ...) {
   va_end(ap);
 }
 
+const gc_dtype_t gc_test_reducible[GC_TEST_NUM_REDUCIBLE] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16, GC_FLOAT64,
+                                                             GC_INT32,   GC_INT64,   GC_UINT8};
+
 int gc_test_peer_gpus(const char *what, int min_ranks) {
   int ready = 0;
   if (gc_test_on_gpu) GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));

@@ -14,6 +14,12 @@
 extern gc_comm_t gc_test_comm; /* NULL in the unit suites, which run without MPI peers */
 extern int gc_test_rank, gc_test_size;
 extern int gc_test_on_gpu;     /* buffers under test are device memory */
+
+/* The reducible dtypes in the order the tests walk them, and the poisoned bytes kept after every
+ * output, which must stay untouched. */
+extern const gc_dtype_t gc_test_reducible[];
+#define GC_TEST_NUM_REDUCIBLE 7
+enum { GUARD = 16 };
 extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED is set) */
 
 /* Asserts that a gpucoll call succeeded, printing its detailed message when not. */

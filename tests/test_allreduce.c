@@ -18,12 +18,8 @@ typedef struct {
   size_t check_stride; /* 1 = every element against the reference */
 } ar_case_t;
 
-static const gc_dtype_t reducible[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16, GC_FLOAT64,
-                                       GC_INT32,   GC_INT64,   GC_UINT8};
-#define NUM_REDUCIBLE ((int)(sizeof reducible / sizeof reducible[0]))
 static const size_t counts[] = {0, 1, 2, 3, 7, 31, 127, 1021, 65537, 1048577};
 #define NUM_COUNTS ((int)(sizeof counts / sizeof counts[0]))
-enum { GUARD = 16 }; /* poisoned bytes after the output, which must stay untouched */
 
 static int salt_counter;
 
@@ -110,10 +106,10 @@ static ar_case_t basic(gc_dtype_t dt, gc_op_t op, size_t count, int in_place) {
 /* every dtype x op at one size, in place and out of place */
 static void sweep_count(size_t count) {
   int bad = 0;
-  for (int d = 0; d < NUM_REDUCIBLE; d++)
+  for (int d = 0; d < GC_TEST_NUM_REDUCIBLE; d++)
     for (int op = 0; op < GC_NUM_OPS; op++)
       for (int ip = 0; ip < 2; ip++) {
-        ar_case_t c = basic(reducible[d], (gc_op_t)op, count, ip);
+        ar_case_t c = basic(gc_test_reducible[d], (gc_op_t)op, count, ip);
         if (!run_case(&c)) bad++;
       }
   CU_ASSERT_EQUAL(bad, 0);

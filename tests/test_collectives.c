@@ -9,7 +9,6 @@
 #include "gc_internal.h"
 #include "gc_test.h"
 
-enum { GUARD = 16 };
 static int salt_counter = 1000000;
 
 /* How the cases run: the algorithm asked for, and whether outputs (and reduce-scatter inputs)
@@ -30,9 +29,6 @@ static void buf_free(void *p) {
   else if (p) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
 }
 
-static const gc_dtype_t reducible[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16, GC_FLOAT64,
-                                       GC_INT32,   GC_INT64,   GC_UINT8};
-#define NUM_REDUCIBLE ((int)(sizeof reducible / sizeof reducible[0]))
 
 /* Downloads `bytes` of output plus the guard after it; 0 when the guard was written. */
 static int fetch_checked(char *host, const char *dev, size_t bytes, int guarded, const char *what) {
@@ -140,17 +136,17 @@ static rs_case_t rs1(gc_dtype_t dt, gc_op_t op, size_t recvcount, int in_place) 
 static void test_rs_1d(void) {
   static const size_t rcs[] = {0, 1, 3, 1021};
   int bad = 0;
-  for (int d = 0; d < NUM_REDUCIBLE; d++)
+  for (int d = 0; d < GC_TEST_NUM_REDUCIBLE; d++)
     for (int op = 0; op < GC_NUM_OPS; op++)
       for (size_t k = 0; k < sizeof rcs / sizeof rcs[0]; k++)
         for (int ip = 0; ip < 2; ip++) {
-          rs_case_t c = rs1(reducible[d], (gc_op_t)op, rcs[k], ip);
+          rs_case_t c = rs1(gc_test_reducible[d], (gc_op_t)op, rcs[k], ip);
           bad += !run_rs(&c);
         }
   /* larger, several MPI chunks per rank */
-  for (int d = 0; d < NUM_REDUCIBLE; d++)
+  for (int d = 0; d < GC_TEST_NUM_REDUCIBLE; d++)
     for (int ip = 0; ip < 2; ip++) {
-      rs_case_t c = rs1(reducible[d], ip ? GC_MAX : GC_SUM, 262147, ip);
+      rs_case_t c = rs1(gc_test_reducible[d], ip ? GC_MAX : GC_SUM, 262147, ip);
       bad += !run_rs(&c);
     }
   CU_ASSERT_EQUAL(bad, 0);
