@@ -51,6 +51,7 @@ int lgc_ok(lua_State *L, lgc_comm_t *c, gc_result_t rc);
 int lgc_self(lua_State *L, lgc_comm_t *c, gc_result_t rc);
 void lgc_anchor(lua_State *L, int idx); /* keeps the userdata alive until lgc_unanchor */
 void lgc_unanchor(lua_State *L, const void *key);
+int lgc_mpi_live(void); /* MPI is initialized and not yet finalized */
 int lgc_world_rank(void);
 gc_dtype_t lgc_checkdtype(lua_State *L, int idx);
 gc_op_t lgc_checkop(lua_State *L, int idx);

@@ -41,10 +41,7 @@ static int msghandler(lua_State *L) {
 
 /* If a script leaves through os.exit, MPI must still be finalized or mpirun reports an error. */
 static void finalize_at_exit(void) {
-  int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (init && !fin) MPI_Finalize();
+  if (lgc_mpi_live()) MPI_Finalize();
 }
 
 static void set_args(lua_State *L, char **argv, int argc, int script) {
@@ -85,11 +82,7 @@ static lua_State *new_state(void) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_gpucoll);
-  lua_setfield(L, -2, "gpucoll");
-  lua_pop(L, 1);
-  luaL_requiref(L, "gpucoll", luaopen_gpucoll, 1);
+  luaL_requiref(L, "gpucoll", luaopen_gpucoll, 1); /* package.loaded.gpucoll and the global */
   lua_pop(L, 1);
   return L;
 }

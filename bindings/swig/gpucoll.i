@@ -55,10 +55,11 @@ static const char *gcswig_message(gc_result_t rc) {
   return msg;
 }
 
-/* "fn: GC_ERR_X: message" into buf. */
-static void gcswig_format(char *buf, size_t len, gc_result_t rc, const char *fn) {
+/* "fn: GC_ERR_X: message" into buf; returns the message (taken once: gcswig_message resets). */
+static const char *gcswig_format(char *buf, size_t len, gc_result_t rc, const char *fn) {
   const char *msg = gcswig_message(rc);
   snprintf(buf, len, "%s: %s: %s", fn, gc_result_name(rc), msg);
+  return msg;
 }
 %}
 
@@ -214,11 +215,10 @@ static int gcswig_init_errors(PyObject *d) {
 static void gcswig_py_raise(gc_result_t rc, const char *fn) {
   PyObject *klass = (rc > 0 && rc < GC_NUM_RESULTS && gcswig_error_class[rc])
                         ? gcswig_error_class[rc] : gcswig_error_base;
-  const char *msg = gcswig_message(rc);
-  PyObject *exc = PyObject_CallFunction(klass, "s", "");
   char text[1400];
+  const char *msg = gcswig_format(text, sizeof text, rc, fn);
+  PyObject *exc = PyObject_CallFunction(klass, "s", "");
   if (!exc) return;
-  snprintf(text, sizeof text, "%s: %s: %s", fn, gc_result_name(rc), msg);
   {
     PyObject *args = Py_BuildValue("(s)", text);
     if (args) {
