@@ -18,11 +18,16 @@
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers.
  * ------------------------------------------------------------------------------------------- */
-int lgc_world_rank(void) {
-  int init = 0, fin = 0, rank = 0;
+int lgc_mpi_live(void) {
+  int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
-  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return init && !fin;
+}
+
+int lgc_world_rank(void) {
+  int rank = 0;
+  if (lgc_mpi_live()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 
@@ -225,7 +230,12 @@ static int l_comm(lua_State *L) {
     cfg.device = opt_int(L, 1, "device", cfg.device);
     cfg.use_gpu = opt_int(L, 1, "use_gpu", cfg.use_gpu);
     cfg.local_size = opt_int(L, 1, "local_size", cfg.local_size);
-    cfg.staging_bytes = (size_t)opt_int(L, 1, "staging_bytes", 0);
+    if (lua_getfield(L, 1, "staging_bytes") != LUA_TNIL) { /* a size: 2 GB and more must not wrap */
+      lua_Integer v = opt_integer_at(L, -1, 1, "staging_bytes");
+      if (v < 0) luaL_argerror(L, 1, "option 'staging_bytes' must not be negative");
+      cfg.staging_bytes = (size_t)v;
+    }
+    lua_pop(L, 1);
     cfg.timeout_ms = opt_int(L, 1, "timeout_ms", cfg.timeout_ms);
   }
   lgc_comm_t *c = lua_newuserdatauv(L, sizeof *c, 0);
@@ -873,10 +883,7 @@ static void push_names(lua_State *L, const char *field, const char *(*name)(int)
 static int owns_mpi;
 
 static void finalize_mpi(void) {
-  int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (owns_mpi && init && !fin) MPI_Finalize();
+  if (owns_mpi && lgc_mpi_live()) MPI_Finalize();
 }
 
 static int sentinel_gc(lua_State *L) {
