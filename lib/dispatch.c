@@ -53,7 +53,8 @@ static const row_t rows[] = {
     {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},       /* one copy: 256 MB 723.7 us, 371 GB/s */
     /* 4 GPUs, bf16: by writes (owners up to 64 MB, then the ring; coll.c) 15.4 us at 1 MB, 31.7
      * at 4 MB, 221.5 at 64 MB, 2981-3184 at 1 GB, against the pull kernels' 16.2, 33.7, 307.8 and
-     * the copy engines' 4355.7 (bench/results/broadcast-h200x4.txt, before and after). */
+     * the copy engines' 4355.7 (bench/results/forced/bcast4_auto_owners_run8.txt, bcast4_ring.txt,
+     * run4-before/broadcast-h200x4.txt). */
     {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 132},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
 };
