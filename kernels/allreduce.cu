@@ -146,17 +146,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
 //   3. barrier; ranks whose pub is not their output copy it there (local).
 // No closing barrier: peers write our inbox and pub again only after the next call's first
 // barrier, which we reach only when done with this call.
-// The destination may sit at any offset (a symmetric output at an unaligned offset), so a wide
-// store is used only where dst is aligned for it.
-__device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned char *src, size_t len) {
-  const uintptr_t at = (uintptr_t)dst;
-  if (len == 16 && (at & 15) == 0) *(uint4 *)dst = *(const uint4 *)src;
-  else if (len == 8 && (at & 7) == 0) *(uint2 *)dst = *(const uint2 *)src;
-  else if (len == 4 && (at & 3) == 0) *(uint32_t *)dst = *(const uint32_t *)src;
-  else
-    for (size_t b = 0; b < len; b++) dst[b] = src[b];
-}
-
+// put_bytes (common.cuh) stores to destinations at any offset.
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   constexpr int E = 16 / sizeof(T);
@@ -168,19 +158,14 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
 
-  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`.
-  for (int q = 0; q < n; q++) {
+  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
+  // with the next rank, so no GPU takes every writer at once.
+  for (int i = 1; i <= n; i++) {
+    const int q = (me + i) % n;
     size_t q0, qn;
     slice_of(packs, n, q, &q0, &qn);
     unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
-    for (size_t j = gt; j < qn; j += G) {
-      size_t at = (q0 + j) * 16;
-      uint4 w = make_uint4(0, 0, 0, 0);
-      if (at + 16 <= in_bytes && aligned16(send)) w = *(const uint4 *)(send + at);
-      else
-        for (size_t b = 0; b < 16 && at + b < in_bytes; b++) ((char *)&w)[b] = send[at + b];
-      *(uint4 *)(inbox + j * 16) = w;
-    }
+    for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
   }
   if (!sync.barrier()) return;
 

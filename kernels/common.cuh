@@ -256,6 +256,23 @@ __device__ __forceinline__ unsigned long long globaltimer() {
   return t;
 }
 
+// A bounded wait's clock: expired() is true once timeout_ns have passed since its first look at
+// the clock, or once the communicator's error flag is set (it then sets the flag, so every other
+// waiter stops too). The clock is read only every 1024th call.
+struct Deadline {
+  unsigned long long start = 0;
+  uint32_t spins = 0;
+  __device__ bool expired(const gc_kpeers_t &P) {
+    if (++spins % 1024) return false;
+    unsigned long long now = globaltimer();
+    if (start == 0) start = now;
+    if (now - start <= P.timeout_ns && !*(volatile uint32_t *)P.error) return false;
+    *(volatile uint32_t *)P.error = 1;
+    __threadfence_system();
+    return true;
+  }
+};
+
 // Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
 struct Sync {
   const gc_kpeers_t &P;
@@ -264,20 +281,11 @@ struct Sync {
     epoch = P.sig[P.rank]->epoch[blockIdx.x];
   }
   // One thread waits until `word` reaches `value` (acquire: what its writer did before is
-  // visible after). Bounded: past timeout_ns, or once the communicator is aborted, the error flag
-  // is set and the wait fails.
+  // visible after), bounded by the Deadline.
   __device__ bool wait_word(const uint32_t *word, uint32_t value) const {
-    unsigned long long start = 0;
-    for (uint32_t spins = 1; (int32_t)(ld_acquire_sys(word) - value) < 0; spins++) {
-      if (spins % 1024) continue; // read the clock only now and then
-      unsigned long long now = globaltimer();
-      if (start == 0) start = now;
-      if (now - start > P.timeout_ns || *(volatile uint32_t *)P.error) {
-        *(volatile uint32_t *)P.error = 1;
-        __threadfence_system();
-        return false;
-      }
-    }
+    Deadline d;
+    while ((int32_t)(ld_acquire_sys(word) - value) < 0)
+      if (d.expired(P)) return false;
     return true;
   }
   // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
@@ -337,6 +345,26 @@ __device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0,
 __device__ __forceinline__ size_t global_thread() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ size_t grid_threads() { return (size_t)gridDim.x * blockDim.x; }
 
+
+// Bytes [u*16, u*16 + 16) of a part of `len` bytes as one 16-byte word (zero past the end).
+__device__ __forceinline__ uint4 load_unit(const char *part, size_t len, size_t u) {
+  const size_t at = u * 16;
+  if (at + 16 <= len && aligned16(part)) return *(const uint4 *)(part + at);
+  uint4 w = make_uint4(0, 0, 0, 0);
+  for (size_t b = 0; b < 16 && at + b < len; b++) ((char *)&w)[b] = part[at + b];
+  return w;
+}
+
+// Stores len bytes at dst, which may sit at any offset (a symmetric output at an unaligned
+// offset): a wide store only where dst is aligned for it.
+__device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned char *src, size_t len) {
+  const uintptr_t at = (uintptr_t)dst;
+  if (len == 16 && (at & 15) == 0) *(uint4 *)dst = *(const uint4 *)src;
+  else if (len == 8 && (at & 7) == 0) *(uint2 *)dst = *(const uint2 *)src;
+  else if (len == 4 && (at & 3) == 0) *(uint32_t *)dst = *(const uint32_t *)src;
+  else
+    for (size_t b = 0; b < len; b++) dst[b] = src[b];
+}
 
 // Copies nbytes with 16-byte accesses where both ends allow it, bytes otherwise. Four loads are
 // in flight per thread before their stores, to cover NVLink latency.

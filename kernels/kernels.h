@@ -24,7 +24,16 @@ extern "C" {
 typedef struct gc_ksignals {
   uint32_t flag[GC_KMAX_BLOCKS][GC_MAX_LOCAL_RANKS];
   uint32_t epoch[GC_KMAX_BLOCKS];
+  uint32_t ll_call;    /* barrier-free all-reduce: calls made, which picks the generation */
+  uint32_t ll_arrived; /* blocks of the current such call that have finished */
 } gc_ksignals_t;
+
+/* The barrier-free (LL) all-reduce's area of one rank: GC_LL_GENS generations of
+ * GC_LL_GEN_BYTES, all-ones (a NaN in every float type) wherever nothing has arrived. A call uses
+ * generation ll_call % GC_LL_GENS; its reader writes all-ones back over what it read. */
+#define GC_LL_GENS 3
+#define GC_LL_GEN_BYTES (((size_t)8 << 20) + 4096)
+#define GC_LL_BYTES ((size_t)GC_LL_GENS * GC_LL_GEN_BYTES)
 
 /* The push area of one rank, for small all-reduces: peers write their input straight into it
  * (block b, source rank r, parity of block b's epoch), so a call needs one barrier and no copy-in.
@@ -42,6 +51,7 @@ typedef struct gc_kpeers {
   int rank, nranks;
   gc_ksignals_t *sig[GC_MAX_LOCAL_RANKS]; /* every rank's signal area, mapped here */
   gc_kpush_t *push[GC_MAX_LOCAL_RANKS];   /* every rank's push area, mapped here */
+  unsigned char *ll[GC_MAX_LOCAL_RANKS];  /* every rank's LL area, mapped here */
   uint32_t *error;                        /* host-mapped; set to 1 when a wait times out */
   unsigned long long timeout_ns;
 } gc_kpeers_t;
@@ -80,10 +90,25 @@ typedef struct gc_kargs {
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */
 /* TWOSHOT_PUSH: two-shot by writes through inboxes (in[]) into pub[] (see allreduce.cu). */
-typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3, GC_KALGO_TWOSHOT_PUSH = 4 } gc_kalgo_t;
+/* ONESHOT_LL, TWOSHOT_LL: barrier-free, through the LL areas (ll.cu); float32/16 and bf16 only,
+ * sizes that gc_ll_fits accepts. */
+typedef enum {
+  GC_KALGO_ONESHOT = 1,
+  GC_KALGO_TWOSHOT = 2,
+  GC_KALGO_PUSH = 3,
+  GC_KALGO_TWOSHOT_PUSH = 4,
+  GC_KALGO_ONESHOT_LL = 5,
+  GC_KALGO_TWOSHOT_LL = 6
+} gc_kalgo_t;
+
+/* Whether an LL all-reduce of `count` elements (input element es bytes, output os) fits one
+ * generation of the LL area on n ranks. */
+int gc_ll_fits(gc_kalgo_t algo, size_t count, gc_dtype_t dtype, gc_dtype_t out_dtype, int n);
 
 /* All return a cudaError_t value (0 = launched). */
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
+/* ONESHOT_LL / TWOSHOT_LL (ll.cu): a->send, a->recv any device pointers of this rank. */
+int gc_kernel_allreduce_ll(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */

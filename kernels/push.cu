@@ -6,15 +6,6 @@
 
 namespace gc {
 
-// Bytes [u*16, u*16 + 16) of a part of `len` bytes as one 16-byte word (zero past the end).
-__device__ __forceinline__ uint4 load_unit(const char *part, size_t len, size_t u) {
-  const size_t at = u * 16;
-  if (at + 16 <= len && aligned16(part)) return *(const uint4 *)(part + at);
-  uint4 w = make_uint4(0, 0, 0, 0);
-  for (size_t b = 0; b < 16 && at + b < len; b++) ((char *)&w)[b] = part[at + b];
-  return w;
-}
-
 __device__ __forceinline__ void store_unit(char *part, size_t len, size_t u, uint4 w) {
   const size_t at = u * 16;
   if (at + 16 <= len && aligned16(part)) {

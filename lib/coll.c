@@ -78,6 +78,7 @@ static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_opt
   for (int r = 0; r < comm->local_size; r++) {
     a.peers.sig[r] = (gc_ksignals_t *)comm->tp.signals[r];
     a.peers.push[r] = (gc_kpush_t *)comm->tp.push[r];
+    a.peers.ll[r] = comm->tp.ll[r];
   }
   a.peers.error = comm->tp.error_dev;
   a.peers.timeout_ns = comm->tp.timeout_ns;
@@ -123,6 +124,22 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   int n = comm->local_size;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
+  if (plan->algo == GC_ALGO_ONESHOT_LL || plan->algo == GC_ALGO_TWOSHOT_LL) {
+    /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). */
+    gc_algo_t ll = plan->algo;
+    gc_kalgo_t k = ll == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
+    GC_CHECK(usable_or(comm, o, gc_ll_fits(k, count, dtype, o->out_dtype, n),
+                       "float32, float16 or bfloat16 data, an output type other than float64, and a size that fits "
+                       "one LL generation (8 MB in all: two-shot up to about 4 MB, one-shot 8 MB / GPUs)",
+                       plan->fallback, plan));
+    if (plan->algo == ll) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+      a.send = send;
+      a.recv = recv;
+      a.count = count;
+      return gc__launched(comm, gc_kernel_allreduce_ll(&a, k, stream), "all-reduce");
+    }
+  }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);

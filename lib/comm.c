@@ -127,9 +127,11 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
-  if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (auto, oneshot, twoshot, twoshot_push, mpi, multimem, copyengine)",
-                   gc__param_str(GC_PARAM_ALGO));
+  if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
+    char list[256];
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),
+                   gc__algo_list(list, sizeof list));
+  }
 
   const char *aware = gc__param_str(GC_PARAM_CUDA_AWARE);
   comm->cuda_aware = strcmp(aware, "auto") == 0 ? gc__boot_query_cuda_aware() : atoi(aware) != 0;

@@ -14,11 +14,13 @@ typedef struct {
   size_t max_bytes;  /* the row applies up to and including this size */
   gc_algo_t algo;    /* broadcast: ONESHOT = one-stage pull, TWOSHOT = scatter + all-gather */
   int max_blocks;    /* cap; the grid is sized to the work below it */
+  gc_algo_t fallback; /* LL rows: the choice for dtypes and sizes LL cannot take */
 } row_t;
 
 #define KB ((size_t)1 << 10)
 #define MB ((size_t)1 << 20)
 #define ANY SIZE_MAX
+#define NONE GC_ALGO_AUTO /* no fallback: the row's algorithm takes every dtype */
 
 /* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole
  * output). From bench/results (4 and 2 x H200, bf16, graph replay, each algorithm forced): up to
@@ -30,33 +32,35 @@ typedef struct {
  * outputs from gc_mem_alloc and falls back to the kernels otherwise. 5-8 GPUs: not measured (no
  * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
-    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
-    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_PUSH, 132},
-    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT, 132}, /* 16 MB: 94.5 vs 104.5 us; 64 MB: 323.2 vs 319.6 */
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32},
-    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 119.2 vs 114.1 us */
-    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132}, /* 64 MB: 164.8 vs 167.4 us */
-    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132},
-    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132},       /* one copy: 256 MB 723.7 us, 371 GB/s */
+    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 64 * KB, GC_ALGO_ONESHOT_LL, 32, GC_ALGO_ONESHOT},
+    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_TWOSHOT_LL, 32, GC_ALGO_ONESHOT},
+    {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_ALLREDUCE, 3, 4, 4 * MB, GC_ALGO_TWOSHOT_LL, 132, GC_ALGO_TWOSHOT},
+    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE}, /* 16 MB: 94.5 vs 104.5 us; 64 MB: 323.2 vs 319.6 */
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 119.2 vs 114.1 us */
+    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
+    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},       /* one copy: 256 MB 723.7 us, 371 GB/s */
     /* 4 GPUs, bf16: by writes (owners up to 64 MB, then the ring; coll.c) 15.4 us at 1 MB, 31.7
      * at 4 MB, 221.5 at 64 MB, 2981-3184 at 1 GB, against the pull kernels' 16.2, 33.7, 307.8 and
      * the copy engines' 4355.7 (bench/results/forced/bcast4_auto_owners_run8.txt, bcast4_ring.txt,
      * run4-before/broadcast-h200x4.txt). */
-    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 132},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132},
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
 };
 
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
@@ -69,10 +73,11 @@ static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
   return NULL;
 }
 
-/* Enough 16-byte packs per thread to hide NVLink latency, but never more blocks than the cap. */
-static int grid_for(size_t bytes, int cap) {
+/* Enough 16-byte packs per thread to hide NVLink latency (two; one for the LL kernels, whose
+ * threads each wait on their own packs), but never more blocks than the cap. */
+static int grid_for(size_t bytes, int cap, int packs_per_thread) {
   size_t packs = (bytes + 15) / 16;
-  size_t per_block = (size_t)GC_KTHREADS * 2;
+  size_t per_block = (size_t)GC_KTHREADS * packs_per_thread;
   size_t blocks = (packs + per_block - 1) / per_block;
   if (blocks < 1) blocks = 1;
   if (blocks > (size_t)cap) blocks = (size_t)cap;
@@ -102,7 +107,8 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
                      gc_algo_name(algo));
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
-  if (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && (algo == GC_ALGO_TWOSHOT || algo == GC_ALGO_TWOSHOT_PUSH)) {
+  if (coll != GC_COLL_ALLREDUCE && (algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL ||
+                                    (coll != GC_COLL_BROADCAST && (algo == GC_ALGO_TWOSHOT || algo == GC_ALGO_TWOSHOT_PUSH)))) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
                      gc_algo_name(algo));
@@ -113,8 +119,11 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
   if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
+  plan->fallback = row && row->algo == algo && row->fallback != GC_ALGO_AUTO ? row->fallback
+                   : algo == GC_ALGO_TWOSHOT_LL                            ? GC_ALGO_TWOSHOT
+                                                                           : GC_ALGO_ONESHOT;
   plan->threads = GC_KTHREADS;
-  plan->blocks = grid_for(bytes, cap);
+  plan->blocks = grid_for(bytes, cap, algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL ? 1 : 2);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);
   return GC_SUCCESS;
@@ -134,8 +143,11 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     const char *algo = gc_algo_name(rows[i].algo);
     if (rows[i].coll == GC_COLL_BROADCAST && (rows[i].algo == GC_ALGO_ONESHOT || rows[i].algo == GC_ALGO_TWOSHOT))
       algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
-    n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d\n", gc__coll_name(rows[i].coll), gpus, upto,
+    n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d", gc__coll_name(rows[i].coll), gpus, upto,
                           algo, rows[i].max_blocks);
+    if (rows[i].fallback != GC_ALGO_AUTO && n < cap)
+      n += (size_t)snprintf(text + n, cap - n, " (other dtypes: %s)", gc_algo_name(rows[i].fallback));
+    if (n < cap) n += (size_t)snprintf(text + n, cap - n, "\n");
   }
   if (!comm->p2p_ready && n < cap)
     n += (size_t)snprintf(text + n, cap - n, "(this communicator has no peer-to-peer GPUs: every call takes the MPI path)\n");

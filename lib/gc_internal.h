@@ -134,6 +134,7 @@ typedef struct gc__transport {
   char *staging[GC_MAX_LOCAL_RANKS];         /* every local rank's staging area, mapped */
   uint32_t *signals[GC_MAX_LOCAL_RANKS];     /* every local rank's signal area, mapped */
   void *push[GC_MAX_LOCAL_RANKS];            /* every local rank's push area (kernels.h), mapped */
+  unsigned char *ll[GC_MAX_LOCAL_RANKS];     /* every local rank's LL area (kernels.h), mapped */
   uint32_t *error_host;                      /* host-mapped flag kernels write on a timeout */
   uint32_t *error_dev;                       /* the same flag as seen by the device */
   uint64_t timeout_ns;
@@ -269,6 +270,7 @@ typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_C
                GC_NUM_COLLS } gc__coll_t;
 typedef struct gc__plan {
   gc_algo_t algo;
+  gc_algo_t fallback; /* what the call takes when algo cannot run it (LL: dtype or size) */
   int blocks;
   int threads;
 } gc__plan_t;
@@ -285,6 +287,8 @@ GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes
 /* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);
+/* "auto, oneshot, ...": every algorithm name, into buf. */
+GC_HIDDEN const char *gc__algo_list(char *buf, size_t n);
 
 /* Pointer classification (memory.c). */
 typedef enum { GC_PTR_HOST, GC_PTR_DEVICE_OWN, GC_PTR_DEVICE_OTHER } gc__ptr_kind_t;

@@ -83,12 +83,15 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   }
 
   size_t staging = comm->tp.staging_bytes;
-  /* One allocation per rank: signals, then the push area, then staging; one IPC handle. */
+  /* One allocation per rank: signals, the push area, the LL area, then staging; one IPC handle.
+   * The LL area starts all-ones: nothing has arrived. */
   size_t sig_bytes = (sizeof(gc_ksignals_t) + 255) & ~(size_t)255;
   size_t push_bytes = (sizeof(gc_kpush_t) + 255) & ~(size_t)255;
+  size_t ll_bytes = (GC_LL_BYTES + 255) & ~(size_t)255;
   char *base = NULL;
-  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + push_bytes + staging));
+  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + push_bytes + ll_bytes + staging));
   GC_CUDA_CHECK(comm, cudaMemset(base, 0, sig_bytes));
+  GC_CUDA_CHECK(comm, cudaMemset(base + sig_bytes + push_bytes, 0xFF, ll_bytes));
   GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
 
   char *mapped[GC_MAX_LOCAL_RANKS];
@@ -114,7 +117,8 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   for (int p = 0; p < n; p++) {
     tp->signals[p] = (uint32_t *)mapped[p];
     tp->push[p] = mapped[p] + sig_bytes;
-    tp->staging[p] = mapped[p] + sig_bytes + push_bytes;
+    tp->ll[p] = (unsigned char *)mapped[p] + sig_bytes + push_bytes;
+    tp->staging[p] = mapped[p] + sig_bytes + push_bytes + ll_bytes;
   }
 
   GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));

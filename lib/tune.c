@@ -9,8 +9,9 @@
 
 /* What can be tried per collective; the dispatcher refuses (GC_ERR_UNSUPPORTED, on every rank
  * alike) what this communicator cannot run, and such candidates are skipped. */
-static const gc_algo_t candidates[GC_NUM_COLLS][5] = {
-    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+static const gc_algo_t candidates[GC_NUM_COLLS][7] = {
+    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_ONESHOT_LL,
+                           GC_ALGO_TWOSHOT_LL, GC_ALGO_MPI},
     [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
     [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
     [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_MPI},

@@ -1,6 +1,7 @@
 /* types.c — dtype/op/algorithm names and sizes, gc_partition, and the exact element conversions
  * (float16, bfloat16, fp8 e4m3/e5m2, wrapping integers) the MPI path and the tests share. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -98,12 +99,21 @@ gc_result_t gc_op_from_name(const char *name, gc_op_t *out) {
   return GC_SUCCESS;
 }
 
+const char *gc__algo_list(char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < GC_NUM_ALGOS && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", algo_names[i]);
+  return buf;
+}
+
 gc_result_t gc_algo_from_name(const char *name, gc_algo_t *out) {
   if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_algo_from_name: NULL argument");
   int i = lookup(name, algo_names, GC_NUM_ALGOS, NULL);
-  if (i < 0)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT,
-                   "unknown algorithm '%s' (auto, oneshot, twoshot, twoshot_push, mpi, multimem, copyengine)", name);
+  if (i < 0) {
+    char list[256];
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown algorithm '%s' (%s)", name, gc__algo_list(list, sizeof list));
+  }
   *out = (gc_algo_t)i;
   return GC_SUCCESS;
 }

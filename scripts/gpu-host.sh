@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
-# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 tests8 p2p bench algos blocks probe
-#        benchfull lua python
+# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 suite4 suite2 tests8 p2p bench algos ll
+#        blocks probe benchfull lua python
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,6 +52,8 @@ for s in "${steps[@]}"; do
     tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
+    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu ;;
+    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu ;;
     tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
     bench)
       for c in allreduce reducescatter allgather broadcast; do
@@ -74,6 +76,17 @@ for s in "${steps[@]}"; do
         name=algo${np}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
         step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo "${extra[@]}" -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
         grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+      done ;;
+    ll)  # the all-reduce forms that compete below 16 MB, each forced, on 4 and 2 GPUs (LLNP: which)
+      for np in ${LLNP:-4 2}; do
+        for algo in ${LLALGOS:-oneshot_ll twoshot_ll oneshot twoshot_push}; do
+          e=4M; [ $algo = oneshot_ll ] && e=$(( 8 / np ))M
+          name=ll${np}_$algo
+          step "$name" 60 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
+          grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-28s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+        done
+        step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
+        grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;
