@@ -215,7 +215,9 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_ll_kernel(const gc_kargs_t a) {
     }
   }
 
-  // 3. every pack's result from our gather rows into the output.
+  // 3. every pack's result from our gather rows into the output. The warp meets first: a lane
+  // spinning here must not hold up a lane of its own warp still producing in step 2.
+  __syncwarp();
   for (size_t k = gt; k < packs && !failed; k += G) {
     const size_t first = k * E, valid = (first + E <= a.count ? E : a.count - first) * os;
     for (int c = 0; c * u < ob; c++) {

@@ -125,20 +125,14 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
   if (plan->algo == GC_ALGO_ONESHOT_LL || plan->algo == GC_ALGO_TWOSHOT_LL) {
-    /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). */
-    gc_algo_t ll = plan->algo;
-    gc_kalgo_t k = ll == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
-    GC_CHECK(usable_or(comm, o, gc_ll_fits(k, count, dtype, o->out_dtype, n),
-                       "float32, float16 or bfloat16 data, an output type other than float64, and a size that fits "
-                       "one LL generation (8 MB in all: two-shot up to about 4 MB, one-shot 8 MB / GPUs)",
-                       plan->fallback, plan));
-    if (plan->algo == ll) {
-      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-      a.send = send;
-      a.recv = recv;
-      a.count = count;
-      return gc__launched(comm, gc_kernel_allreduce_ll(&a, k, stream), "all-reduce");
-    }
+    /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). The dispatcher has
+     * checked that the call fits. */
+    gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+    a.send = send;
+    a.recv = recv;
+    a.count = count;
+    gc_kalgo_t k = plan->algo == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
+    return gc__launched(comm, gc_kernel_allreduce_ll(&a, k, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
@@ -407,9 +401,9 @@ typedef struct {
   int n;
 } ptrs_t;
 
-static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc_options_t *o,
+static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype, const gc_options_t *o,
                                const ptrs_t *ptrs, void *stream, gc__plan_t *plan, int *use_p2p) {
-  GC_CHECK(gc__dispatch(comm, coll, bytes, o, plan));
+  GC_CHECK(gc__dispatch(comm, coll, bytes, dtype, o, plan));
   int all_device = 1;
   for (int i = 0; i < ptrs->n; i++) {
     if (!ptrs->ptr[i]) continue;
@@ -452,7 +446,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es, dtype, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
 }
@@ -542,7 +536,7 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, dtype, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_reducescatter(comm, send, recv, sp, dtype, op, &o, &plan, (cudaStream_t)stream);
   if (sp->axis == 1) return mpi_reducescatter_columns(comm, send, recv, sp, dtype, op, &o, (cudaStream_t)stream);
   return gc__mpi_reducescatter(comm, send, recv, sp->len, dtype, op, &o, (cudaStream_t)stream);
@@ -632,7 +626,7 @@ static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{send, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size, dtype, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allgather(comm, send, recv, count, dtype, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
 }
@@ -665,7 +659,7 @@ static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{is_root ? send : NULL, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, dtype, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_broadcast(comm, send, recv, count, dtype, root, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);
 }

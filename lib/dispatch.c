@@ -73,18 +73,17 @@ static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
   return NULL;
 }
 
-/* Enough 16-byte packs per thread to hide NVLink latency (two; one for the LL kernels, whose
- * threads each wait on their own packs), but never more blocks than the cap. */
-static int grid_for(size_t bytes, int cap, int packs_per_thread) {
+/* Packs per block: two 16-byte packs per thread hide NVLink latency; the LL kernels take one
+ * per thread in small blocks, spread over many SMs. Never more blocks than the cap. */
+static int grid_for(size_t bytes, int cap, size_t per_block) {
   size_t packs = (bytes + 15) / 16;
-  size_t per_block = (size_t)GC_KTHREADS * packs_per_thread;
   size_t blocks = (packs + per_block - 1) / per_block;
   if (blocks < 1) blocks = 1;
   if (blocks > (size_t)cap) blocks = (size_t)cap;
   return (int)blocks;
 }
 
-gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc_options_t *opts,
+gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype, const gc_options_t *opts,
                          gc__plan_t *plan) {
   gc_algo_t algo = opts->algo != GC_ALGO_AUTO ? opts->algo : comm->forced_algo;
   int explicit_algo = opts->algo != GC_ALGO_AUTO;
@@ -114,16 +113,30 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, const gc
                      gc_algo_name(algo));
     algo = GC_ALGO_ONESHOT;
   }
-  int cap = row ? row->max_blocks : 132;
+  if (algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL) {
+    /* LL takes float32/16 and bf16, outputs other than float64, and what fits one generation. */
+    gc_dtype_t out = opts->out_dtype == GC_DTYPE_SAME ? dtype : opts->out_dtype;
+    gc_kalgo_t k = algo == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
+    if (!gc_ll_fits(k, bytes / gc_dtype_size(dtype), dtype, out, comm->local_size)) {
+      if (explicit_algo)
+        return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                       "algorithm %s takes float32, float16 or bfloat16 data, an output type other than float64, "
+                       "and what fits one 8 MB LL generation (one-shot: 8 MB / GPUs; two-shot: about 4 MB); "
+                       "this call: %s -> %s, %zu bytes on %d GPUs",
+                       gc_algo_name(algo), gc_dtype_name(dtype), gc_dtype_name(out), bytes, comm->local_size);
+      algo = row && row->algo == algo && row->fallback != NONE ? row->fallback
+             : algo == GC_ALGO_TWOSHOT_LL                       ? GC_ALGO_TWOSHOT
+                                                                : GC_ALGO_ONESHOT;
+    }
+  }
+  int ll = algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL;
+  int cap = row && !ll ? row->max_blocks : 132; /* LL: one pack per thread, as many SMs as there are */
   if (cap > comm->sm_count && comm->sm_count > 0) cap = comm->sm_count;
   if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
-  plan->fallback = row && row->algo == algo && row->fallback != GC_ALGO_AUTO ? row->fallback
-                   : algo == GC_ALGO_TWOSHOT_LL                            ? GC_ALGO_TWOSHOT
-                                                                           : GC_ALGO_ONESHOT;
-  plan->threads = GC_KTHREADS;
-  plan->blocks = grid_for(bytes, cap, algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL ? 1 : 2);
+  plan->threads = ll ? GC_LL_THREADS : GC_KTHREADS;
+  plan->blocks = grid_for(bytes, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);
   return GC_SUCCESS;

@@ -270,11 +270,10 @@ typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_C
                GC_NUM_COLLS } gc__coll_t;
 typedef struct gc__plan {
   gc_algo_t algo;
-  gc_algo_t fallback; /* what the call takes when algo cannot run it (LL: dtype or size) */
   int blocks;
   int threads;
 } gc__plan_t;
-GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes,
+GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype,
                                    const gc_options_t *opts, gc__plan_t *plan);
 /* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
 typedef struct gc__tuned {

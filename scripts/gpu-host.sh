@@ -79,8 +79,8 @@ for s in "${steps[@]}"; do
       done ;;
     ll)  # the all-reduce forms that compete below 16 MB, each forced, on 4 and 2 GPUs (LLNP: which)
       for np in ${LLNP:-4 2}; do
-        for algo in ${LLALGOS:-oneshot_ll twoshot_ll oneshot twoshot_push}; do
-          e=4M; [ $algo = oneshot_ll ] && e=$(( 8 / np ))M
+        for algo in ${LLALGOS:-oneshot_ll twoshot_ll oneshot twoshot_push twoshot}; do
+          case $algo in oneshot_ll) e=$(( 8 / np ))M ;; twoshot_ll) e=4M ;; *) e=16M ;; esac
           name=ll${np}_$algo
           step "$name" 60 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
           grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-28s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
