@@ -355,6 +355,16 @@ __device__ __forceinline__ uint4 load_unit(const char *part, size_t len, size_t 
   return w;
 }
 
+// The other way: w into bytes [u*16, u*16 + 16) of a part of `len` bytes (cut at the end).
+__device__ __forceinline__ void store_unit(char *part, size_t len, size_t u, uint4 w) {
+  const size_t at = u * 16;
+  if (at + 16 <= len && aligned16(part)) {
+    *(uint4 *)(part + at) = w;
+    return;
+  }
+  for (size_t b = 0; b < 16 && at + b < len; b++) part[at + b] = ((const char *)&w)[b];
+}
+
 // Stores len bytes at dst, which may sit at any offset (a symmetric output at an unaligned
 // offset): a wide store only where dst is aligned for it.
 __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned char *src, size_t len) {

@@ -91,25 +91,17 @@ typedef struct gc_kargs {
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */
 /* TWOSHOT_PUSH: two-shot by writes through inboxes (in[]) into pub[] (see allreduce.cu). */
-/* ONESHOT_LL, TWOSHOT_LL: barrier-free, through the LL areas (ll.cu); float32/16 and bf16 only,
- * sizes that gc_ll_fits accepts. */
-typedef enum {
-  GC_KALGO_ONESHOT = 1,
-  GC_KALGO_TWOSHOT = 2,
-  GC_KALGO_PUSH = 3,
-  GC_KALGO_TWOSHOT_PUSH = 4,
-  GC_KALGO_ONESHOT_LL = 5,
-  GC_KALGO_TWOSHOT_LL = 6
-} gc_kalgo_t;
-
-/* Whether an LL all-reduce of `count` elements (input element es bytes, output os) fits one
- * generation of the LL area on n ranks. */
-int gc_ll_fits(gc_kalgo_t algo, size_t count, gc_dtype_t dtype, gc_dtype_t out_dtype, int n);
+typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3, GC_KALGO_TWOSHOT_PUSH = 4 } gc_kalgo_t;
 
 /* All return a cudaError_t value (0 = launched). */
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
-/* ONESHOT_LL / TWOSHOT_LL (ll.cu): a->send, a->recv any device pointers of this rank. */
-int gc_kernel_allreduce_ll(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
+/* Barrier-free one-shot collectives through the LL areas (ll.cu): a->send, a->recv any device
+ * pointers of this rank; float32/16, bf16 (gather: fp8 too); one generation must hold n rows of
+ * the largest part rounded up to 16 bytes (broadcast: one row). Reduce-scatter: region[q] (rows
+ * 1) is rank q's part. Gather: a->count elements per rank (broadcast: root's a->send). */
+int gc_kernel_allreduce_ll(const gc_kargs_t *a, cudaStream_t stream);
+int gc_kernel_reducescatter_ll(const gc_kargs_t *a, cudaStream_t stream);
+int gc_kernel_gather_ll(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */

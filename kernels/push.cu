@@ -6,15 +6,6 @@
 
 namespace gc {
 
-__device__ __forceinline__ void store_unit(char *part, size_t len, size_t u, uint4 w) {
-  const size_t at = u * 16;
-  if (at + 16 <= len && aligned16(part)) {
-    *(uint4 *)(part + at) = w;
-    return;
-  }
-  for (size_t b = 0; b < 16 && at + b < len; b++) part[at + b] = ((const char *)&w)[b];
-}
-
 __device__ __forceinline__ unsigned char *slot(const gc_kpush_t *area, int par, int src) {
   return (unsigned char *)&area->data[par][blockIdx.x][src][threadIdx.x * 16];
 }

@@ -124,15 +124,14 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   int n = comm->local_size;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   void *sym_in[GC_MAX_LOCAL_RANKS], *sym_out[GC_MAX_LOCAL_RANKS];
-  if (plan->algo == GC_ALGO_ONESHOT_LL || plan->algo == GC_ALGO_TWOSHOT_LL) {
+  if (plan->algo == GC_ALGO_ONESHOT_LL) {
     /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). The dispatcher has
      * checked that the call fits. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);
     a.send = send;
     a.recv = recv;
     a.count = count;
-    gc_kalgo_t k = plan->algo == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
-    return gc__launched(comm, gc_kernel_allreduce_ll(&a, k, stream), "all-reduce");
+    return gc__launched(comm, gc_kernel_allreduce_ll(&a, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
@@ -219,6 +218,12 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  if (plan->algo == GC_ALGO_ONESHOT_LL) { /* contiguous parts (the dispatcher checked) */
+    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
+    a.send = send;
+    a.recv = recv;
+    return gc__launched(comm, gc_kernel_reducescatter_ll(&a, stream), "reduce-scatter");
+  }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE)
@@ -301,10 +306,11 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     GC_CHECK(usable_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
-  if (count * es <= GC_PUSH_MAX_BYTES) {
+  if (plan->algo == GC_ALGO_ONESHOT_LL || count * es <= GC_PUSH_MAX_BYTES) {
     a.send = send;
     a.recv = recv;
     a.count = count;
+    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_gather_ll(&a, 0, stream), "all-gather");
     return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
   }
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
@@ -367,11 +373,12 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
   a.root = root;
-  if (!two_stage && count * es <= GC_PUSH_MAX_BYTES) {
-    /* Small: root pushes into every push area, one barrier, everyone copies out locally. */
+  if (plan->algo == GC_ALGO_ONESHOT_LL || (!two_stage && count * es <= GC_PUSH_MAX_BYTES)) {
+    /* Small: root writes into every LL or push area, everyone copies out locally. */
     a.send = send;
     a.recv = recv;
     a.count = count;
+    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_gather_ll(&a, 1, stream), "broadcast");
     return gc__launched(comm, gc_kernel_push_gather(&a, 1, stream), "broadcast");
   }
   if (zero && me == root && send != recv)
@@ -401,9 +408,20 @@ typedef struct {
   int n;
 } ptrs_t;
 
-static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype, const gc_options_t *o,
+/* What one LL generation must hold for a call whose largest part has part_bytes (rows of them:
+ * n, broadcast 1), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8 where
+ * nothing is reduced; no float64 output. */
+static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtype_t out, size_t part_bytes) {
+  int reduces = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_REDUCESCATTER;
+  int ok = dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ||
+           (!reduces && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
+  if (!ok || out == GC_FLOAT64) return 0;
+  return (part_bytes + 15) / 16 * 16 * (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size);
+}
+
+static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,
                                const ptrs_t *ptrs, void *stream, gc__plan_t *plan, int *use_p2p) {
-  GC_CHECK(gc__dispatch(comm, coll, bytes, dtype, o, plan));
+  GC_CHECK(gc__dispatch(comm, coll, bytes, ll_bytes, o, plan));
   int all_device = 1;
   for (int i = 0; i < ptrs->n; i++) {
     if (!ptrs->ptr[i]) continue;
@@ -446,7 +464,8 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es, dtype, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es,
+                       ll_need(comm, GC_COLL_ALLREDUCE, dtype, o.out_dtype, count * es), &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
 }
@@ -536,7 +555,10 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, dtype, &o, &p, stream, &plan, &p2p));
+  size_t most = 0; /* the largest part, for LL (contiguous parts only) */
+  for (int r = 0; r < comm->size; r++) most = sp->len[r] > most ? sp->len[r] : most;
+  size_t ll = sp->axis == 1 ? 0 : ll_need(comm, GC_COLL_REDUCESCATTER, dtype, o.out_dtype, most * es);
+  GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, ll, &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_reducescatter(comm, send, recv, sp, dtype, op, &o, &plan, (cudaStream_t)stream);
   if (sp->axis == 1) return mpi_reducescatter_columns(comm, send, recv, sp, dtype, op, &o, (cudaStream_t)stream);
   return gc__mpi_reducescatter(comm, send, recv, sp->len, dtype, op, &o, (cudaStream_t)stream);
@@ -626,7 +648,8 @@ static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{send, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size, dtype, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size,
+                       ll_need(comm, GC_COLL_ALLGATHER, dtype, dtype, count * es), &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allgather(comm, send, recv, count, dtype, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
 }
@@ -659,7 +682,8 @@ static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count,
   ptrs_t p = {{is_root ? send : NULL, recv, NULL}, {"sendbuf", "recvbuf", ""}, 2};
   gc__plan_t plan;
   int p2p;
-  GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, dtype, &o, &p, stream, &plan, &p2p));
+  GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, ll_need(comm, GC_COLL_BROADCAST, dtype, dtype, count * es),
+                       &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_broadcast(comm, send, recv, count, dtype, root, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);
 }

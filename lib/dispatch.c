@@ -33,25 +33,31 @@ typedef struct {
  * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT, 32, NONE},
+    /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
+     * 1 MB 7.24 (run 12, one pack per thread) vs two-shot by writes 9.69. */
+    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, 64 * KB, GC_ALGO_ONESHOT_LL, 32, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_TWOSHOT_LL, 32, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 3, 4, 1 * MB, GC_ALGO_TWOSHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_ALLREDUCE, 3, 4, 4 * MB, GC_ALGO_TWOSHOT_LL, 132, GC_ALGO_TWOSHOT},
-    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE}, /* 16 MB: 94.5 vs 104.5 us; 64 MB: 323.2 vs 319.6 */
+    /* 4 GPUs, us (run 13, bench/results/forced/ar4_*_run13.txt): LL one-shot 3.49 / 3.93 / 6.75
+     * at 1 / 16 / 256 KB against the push one-shot's 3.74 / 4.10 / 7.49; two-shot by writes 12.40
+     * / 29.41 / 80.40 at 1 / 4 / 16 MB against two-shot by reads 15.78 / 32.54 / 93.94. */
+    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT, 32, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_REDUCESCATTER, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLGATHER, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 119.2 vs 114.1 us */
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132, NONE},
     {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
     {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},       /* one copy: 256 MB 723.7 us, 371 GB/s */
@@ -83,7 +89,7 @@ static int grid_for(size_t bytes, int cap, size_t per_block) {
   return (int)blocks;
 }
 
-gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype, const gc_options_t *opts,
+gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *opts,
                          gc__plan_t *plan) {
   gc_algo_t algo = opts->algo != GC_ALGO_AUTO ? opts->algo : comm->forced_algo;
   int explicit_algo = opts->algo != GC_ALGO_AUTO;
@@ -106,37 +112,33 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype
                      gc_algo_name(algo));
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
-  if (coll != GC_COLL_ALLREDUCE && (algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL ||
-                                    (coll != GC_COLL_BROADCAST && (algo == GC_ALGO_TWOSHOT || algo == GC_ALGO_TWOSHOT_PUSH)))) {
+  if (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && (algo == GC_ALGO_TWOSHOT || algo == GC_ALGO_TWOSHOT_PUSH)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
                      gc_algo_name(algo));
     algo = GC_ALGO_ONESHOT;
   }
-  if (algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL) {
-    /* LL takes float32/16 and bf16, outputs other than float64, and what fits one generation. */
-    gc_dtype_t out = opts->out_dtype == GC_DTYPE_SAME ? dtype : opts->out_dtype;
-    gc_kalgo_t k = algo == GC_ALGO_ONESHOT_LL ? GC_KALGO_ONESHOT_LL : GC_KALGO_TWOSHOT_LL;
-    if (!gc_ll_fits(k, bytes / gc_dtype_size(dtype), dtype, out, comm->local_size)) {
-      if (explicit_algo)
-        return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                       "algorithm %s takes float32, float16 or bfloat16 data, an output type other than float64, "
-                       "and what fits one 8 MB LL generation (one-shot: 8 MB / GPUs; two-shot: about 4 MB); "
-                       "this call: %s -> %s, %zu bytes on %d GPUs",
-                       gc_algo_name(algo), gc_dtype_name(dtype), gc_dtype_name(out), bytes, comm->local_size);
-      algo = row && row->algo == algo && row->fallback != NONE ? row->fallback
-             : algo == GC_ALGO_TWOSHOT_LL                       ? GC_ALGO_TWOSHOT
-                                                                : GC_ALGO_ONESHOT;
-    }
+  if (algo == GC_ALGO_ONESHOT_LL && (ll_bytes == 0 || ll_bytes > GC_LL_GEN_BYTES)) {
+    if (explicit_algo)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                     "algorithm oneshot_ll takes float32, float16 or bfloat16 data (fp8 to gather or broadcast), "
+                     "an output type other than float64, contiguous parts, and calls whose n parts fit one LL "
+                     "generation of %zu bytes (this call needs %zu)",
+                     (size_t)GC_LL_GEN_BYTES, ll_bytes);
+    algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
   }
-  int ll = algo == GC_ALGO_ONESHOT_LL || algo == GC_ALGO_TWOSHOT_LL;
-  int cap = row && !ll ? row->max_blocks : 132; /* LL: one pack per thread, as many SMs as there are */
-  if (cap > comm->sm_count && comm->sm_count > 0) cap = comm->sm_count;
+  int ll = algo == GC_ALGO_ONESHOT_LL;
+  /* LL: one pack per thread, up to four small blocks per SM (all resident: they wait on peers). */
+  int sms = comm->sm_count > 0 ? comm->sm_count : 132;
+  int cap = ll ? 4 * sms : row ? row->max_blocks : 132;
+  if (!ll && cap > sms) cap = sms;
   if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
   plan->threads = ll ? GC_LL_THREADS : GC_KTHREADS;
-  plan->blocks = grid_for(bytes, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
+  /* LL threads take one pack of a part each (every row at that pack): n parts but for broadcast. */
+  size_t work = ll ? ll_bytes / (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size) : bytes;
+  plan->blocks = grid_for(work, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);
   return GC_SUCCESS;

@@ -273,7 +273,8 @@ typedef struct gc__plan {
   int blocks;
   int threads;
 } gc__plan_t;
-GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, gc_dtype_t dtype,
+/* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
+GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes,
                                    const gc_options_t *opts, gc__plan_t *plan);
 /* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
 typedef struct gc__tuned {

@@ -77,13 +77,16 @@ for s in "${steps[@]}"; do
         step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo "${extra[@]}" -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
         grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
-    ll)  # the all-reduce forms that compete below 16 MB, each forced, on 4 and 2 GPUs (LLNP: which)
+    ll)  # the forms that compete at small and middle sizes, each forced, on 4 and 2 GPUs (LLNP),
+         # entries COLL:ALGO:LAST_SIZE (LLRUNS replaces the list); then all-reduce auto beside NCCL
       for np in ${LLNP:-4 2}; do
-        for algo in ${LLALGOS:-oneshot_ll twoshot_ll oneshot twoshot_push twoshot}; do
-          case $algo in oneshot_ll) e=$(( 8 / np ))M ;; twoshot_ll) e=4M ;; *) e=16M ;; esac
-          name=ll${np}_$algo
-          step "$name" 60 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
-          grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-28s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+        for entry in ${LLRUNS:-allreduce:oneshot_ll:2M allreduce:oneshot:16M allreduce:twoshot_push:64M
+                      allreduce:twoshot:64M reducescatter:oneshot_ll:1M reducescatter:oneshot:1M
+                      allgather:oneshot_ll:1M allgather:oneshot:1M broadcast:oneshot_ll:1M broadcast:oneshot:1M}; do
+          IFS=: read -r coll algo e <<< "$entry"
+          name=ll${np}_${coll}_$algo
+          step "$name" 60 $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
+          grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-36s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
         done
         step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
         grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12

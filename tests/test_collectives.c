@@ -458,6 +458,52 @@ static void test_broadcast_push(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* ---- barrier-free one-shot (oneshot_ll) ------------------------------------------------------- */
+
+static void test_ll(void) {
+  if (!gc_test_peer_gpus("LL collectives", 2)) return;
+  mode_algo = GC_ALGO_ONESHOT_LL;
+  int bad = 0;
+  static const gc_dtype_t floats[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16};
+  static const size_t counts[] = {1, 3, 1021, 65537};
+  for (size_t d = 0; d < 3; d++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      for (int ip = 0; ip < 2; ip++) {
+        rs_case_t c = rs1(floats[d], ip ? GC_MAX : GC_SUM, counts[k], ip);
+        bad += !run_rs(&c);
+        bad += !run_ag(floats[d], counts[k], ip);
+      }
+  rs_case_t e = rs1(GC_BFLOAT16, GC_AVG, 4099, 0);
+  e.scale = 0.5;
+  e.with_add = 1;
+  e.out_dtype = GC_FP8_E4M3;
+  bad += !run_rs(&e);
+  rs_case_t rows = {GC_FLOAT16, GC_DTYPE_SAME, GC_PROD, 1, 0, 37, 129, 1, 1.0, 0}; /* axis 0, uneven, in place */
+  bad += !run_rs(&rows);
+  bad += !run_ag(GC_FP8_E5M2, 4097, 1);
+  for (int root = 0; root < gc_test_size; root++) {
+    bad += !run_bc(GC_BFLOAT16, 1021, root, root & 1);
+    bad += !run_bc(GC_FP8_E4M3, 65537, root, 0);
+    bc_offset = 2;
+    bad += !run_bc(GC_FLOAT16, 7777, root, 1);
+    bc_offset = 0;
+  }
+  /* What LL cannot carry is refused by name: integers, column blocks, more than a generation. */
+  void *send = gc_test_alloc((size_t)16 << 20), *recv = gc_test_alloc((size_t)16 << 20);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT_LL;
+  CU_ASSERT_EQUAL(gc_allgather_ex(send, recv, 16, GC_INT32, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "float16"));
+  CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 8, 8, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  CU_ASSERT_EQUAL(gc_broadcast_ex(send, recv, (size_t)3 << 20, GC_FLOAT32, 0, gc_test_comm, NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  gc_test_free(send);
+  gc_test_free(recv);
+  mode_algo = GC_ALGO_AUTO;
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 void gc_test_suite_collectives(void) {
   static const gc_test_case_t tests[] = {{"reduce-scatter 1-D", test_rs_1d},
                                          {"reduce-scatter epilogue", test_rs_epilogue},
@@ -468,6 +514,7 @@ void gc_test_suite_collectives(void) {
                                          {"broadcast", test_broadcast},
                                          {"copy-engine path", test_copyengine},
                                          {"broadcast by writes", test_broadcast_push},
+                                         {"barrier-free one-shot (LL)", test_ll},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);
 }

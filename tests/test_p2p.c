@@ -254,78 +254,71 @@ static void test_graph_capture(void) {
   gc_test_free(gather);
 }
 
-/* The barrier-free all-reduce (LL): both forms over counts that end mid-pack, every dtype it
- * takes, ops, in place, unaligned pointers, epilogues and casts; calls of changing sizes and
- * forms queued back to back (the generations rotate, each left all-ones for the next); inputs
- * holding the sentinel bit pattern itself; refusals; the table's fallback for integers; graph
- * capture and replay. */
+/* The barrier-free all-reduce (oneshot_ll): counts that end mid-pack, every dtype it takes, ops,
+ * in place, unaligned pointers, epilogues and casts; calls of changing sizes queued back to back
+ * (the generations rotate, each left all-ones for the next), with other collectives' LL calls
+ * between them; inputs holding the sentinel bit pattern itself; refusals; the table's fallback
+ * for integers; graph capture and replay. */
 static void test_ll_allreduce(void) {
   if (!gc_test_peer_gpus("LL all-reduce", 2)) return;
-  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_LL};
   static const size_t counts[] = {1, 7, 9, 4099, 65537, 262147};
   const size_t big = 2 * 1048576 + 5; /* float32: more than one LL generation holds */
   void *a = gc_test_alloc(big * 4), *b = gc_test_alloc(big * 4), *add = gc_test_alloc(big * 4);
   gc_test_fill(add, big, GC_BFLOAT16, -1, 1099);
   int salt = 1000;
   char what[96];
-  for (int ai = 0; ai < 2; ai++) {
-    gc_options_t o = GC_OPTIONS_INIT;
-    o.algo = algos[ai];
-    const char *name = gc_algo_name(o.algo);
-    for (size_t si = 0; si < sizeof counts / sizeof counts[0]; si++) {
-      size_t n = counts[si];
-      snprintf(what, sizeof what, "%s bf16 sum n=%zu", name, n);
-      check_allreduce(gc_test_comm, what, a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
-      snprintf(what, sizeof what, "%s f16 sum unaligned n=%zu", name, n);
-      check_allreduce(gc_test_comm, what, (char *)a + 2, (char *)b + 6, n, GC_FLOAT16, GC_SUM, &o, salt++);
-      snprintf(what, sizeof what, "%s f32 max in place n=%zu", name, n);
-      check_allreduce(gc_test_comm, what, a, a, n, GC_FLOAT32, GC_MAX, &o, salt++);
-    }
-    snprintf(what, sizeof what, "%s f32 min n=1048577", name);
-    if (ai == 1) check_allreduce(gc_test_comm, what, a, b, 1048577, GC_FLOAT32, GC_MIN, &o, salt++);
-    gc_options_t e = o;
-    e.out_dtype = GC_FLOAT32;
-    snprintf(what, sizeof what, "%s bf16 avg -> f32", name);
-    check_allreduce(gc_test_comm, what, a, b, 100003, GC_BFLOAT16, GC_AVG, &e, salt++);
-    e.out_dtype = GC_FP8_E4M3;
-    e.scale = 0.5;
-    e.add = add;
-    snprintf(what, sizeof what, "%s bf16 scale+add -> fp8", name);
-    check_allreduce(gc_test_comm, what, a, b, 100003, GC_BFLOAT16, GC_SUM, &e, salt++);
-    e.out_dtype = GC_DTYPE_SAME;
-    snprintf(what, sizeof what, "%s bf16 scale+add, unaligned", name);
-    check_allreduce(gc_test_comm, what, (char *)a + 2, (char *)b + 2, 9001, GC_BFLOAT16, GC_SUM, &e, salt++);
-    gc_options_t c = o;
-    c.out_dtype = GC_BFLOAT16;
-    snprintf(what, sizeof what, "%s f32 prod -> bf16", name);
-    check_allreduce(gc_test_comm, what, a, b, 3001, GC_FLOAT32, GC_PROD, &c, salt++);
-
-    /* Refused by name: integers, a float64 output, more than one generation holds. */
-    CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, 1000, GC_INT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "float16"));
-    c.out_dtype = GC_FLOAT64;
-    CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, 1000, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &c), GC_ERR_UNSUPPORTED);
-    CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, big, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT_LL;
+  for (size_t si = 0; si < sizeof counts / sizeof counts[0]; si++) {
+    size_t n = counts[si];
+    snprintf(what, sizeof what, "oneshot_ll bf16 sum n=%zu", n);
+    check_allreduce(gc_test_comm, what, a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    snprintf(what, sizeof what, "oneshot_ll f16 sum unaligned n=%zu", n);
+    check_allreduce(gc_test_comm, what, (char *)a + 2, (char *)b + 6, n, GC_FLOAT16, GC_SUM, &o, salt++);
+    snprintf(what, sizeof what, "oneshot_ll f32 max in place n=%zu", n);
+    check_allreduce(gc_test_comm, what, a, a, n, GC_FLOAT32, GC_MAX, &o, salt++);
   }
-  /* The table picks LL at this size for bf16; int32 takes the row's other algorithm. */
+  gc_options_t e = o;
+  e.out_dtype = GC_FLOAT32;
+  check_allreduce(gc_test_comm, "oneshot_ll bf16 avg -> f32", a, b, 100003, GC_BFLOAT16, GC_AVG, &e, salt++);
+  e.out_dtype = GC_FP8_E4M3;
+  e.scale = 0.5;
+  e.add = add;
+  check_allreduce(gc_test_comm, "oneshot_ll bf16 scale+add -> fp8", a, b, 100003, GC_BFLOAT16, GC_SUM, &e, salt++);
+  e.out_dtype = GC_DTYPE_SAME;
+  check_allreduce(gc_test_comm, "oneshot_ll bf16 scale+add, unaligned", (char *)a + 2, (char *)b + 2, 9001,
+                  GC_BFLOAT16, GC_SUM, &e, salt++);
+  gc_options_t c = o;
+  c.out_dtype = GC_BFLOAT16;
+  check_allreduce(gc_test_comm, "oneshot_ll f32 prod -> bf16", a, b, 3001, GC_FLOAT32, GC_PROD, &c, salt++);
+
+  /* Refused by name: integers, a float64 output, more than one generation holds. */
+  CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, 1000, GC_INT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "float16"));
+  c.out_dtype = GC_FLOAT64;
+  CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, 1000, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &c), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_EQUAL(gc_allreduce_ex(a, b, big, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  /* The table picks LL at these sizes for bf16; int32 takes the row's other algorithm. */
   check_allreduce(gc_test_comm, "auto i32 sum 16 KB", a, b, 4096, GC_INT32, GC_SUM, NULL, salt++);
   check_allreduce(gc_test_comm, "auto bf16 sum 16 KB", a, b, 8192, GC_BFLOAT16, GC_SUM, NULL, salt++);
 
-  /* Back to back, no synchronisation between calls: forms and sizes change while peers may
-   * run a call ahead. Inputs and outputs are disjoint slices of a and b. */
+  /* Back to back, no synchronisation between calls: sizes change while peers may run a call
+   * ahead, and an LL all-gather between every two all-reduces takes its own generation. Inputs
+   * and outputs are disjoint slices of a and b. */
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   enum { QUEUED = 8 };
   const size_t slice = 65536, qn[QUEUED] = {5, 65536, 4099, 1, 60000, 8, 33333, 65535};
+  void *gathered = gc_test_alloc(16 * 2 * (size_t)gc_test_size);
   for (int i = 0; i < QUEUED; i++) gc_test_fill((char *)a + i * slice * 2, qn[i], GC_BFLOAT16, gc_test_rank, 1200 + i);
   gc_test_poison(b, QUEUED * slice * 2);
   for (int i = 0; i < QUEUED; i++) {
-    gc_options_t o = GC_OPTIONS_INIT;
-    o.algo = algos[i % 2];
     GC_TEST_OK(gc_allreduce_ex((char *)a + i * slice * 2, (char *)b + i * slice * 2, qn[i], GC_BFLOAT16, GC_SUM,
                                gc_test_comm, stream, &o));
+    GC_TEST_OK(gc_allgather_ex(add, gathered, 16, GC_BFLOAT16, gc_test_comm, stream, &o));
   }
   GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+  gc_test_free(gathered);
   unsigned short *h = malloc(QUEUED * slice * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   gc_test_download(h, b, QUEUED * slice * 2);
@@ -336,39 +329,33 @@ static void test_ll_allreduce(void) {
   }
 
   /* Inputs holding the sentinel itself (all-ones: a NaN) come out as NaN and do not stall. */
-  for (int ai = 0; ai < 2; ai++) {
-    const size_t n = 4103;
-    unsigned short *x = malloc(n * 2);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    for (size_t i = 0; i < n; i++) x[i] = i % 100 == 3 ? 0xFFFF : 0x3F80; /* bf16 1.0 */
-    CU_ASSERT_EQUAL(cudaMemcpy(a, x, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
-    gc_options_t o = GC_OPTIONS_INIT;
-    o.algo = algos[ai];
-    GC_TEST_OK(gc_allreduce_ex(a, b, n, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o));
-    GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
-    gc_test_download(x, b, n * 2);
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-      int is_nan = (x[i] & 0x7F80) == 0x7F80 && (x[i] & 0x7F) != 0;
-      bad += i % 100 == 3 ? !is_nan : x[i] != float_to_bf16((float)gc_test_size);
-    }
-    CU_ASSERT_EQUAL(bad, 0);
-    free(x);
+  const size_t sn = 4103;
+  unsigned short *x = malloc(sn * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+  for (size_t i = 0; i < sn; i++) x[i] = i % 100 == 3 ? 0xFFFF : 0x3F80; /* bf16 1.0 */
+  CU_ASSERT_EQUAL(cudaMemcpy(a, x, sn * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  GC_TEST_OK(gc_allreduce_ex(a, b, sn, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o));
+  GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+  gc_test_download(x, b, sn * 2);
+  size_t bad = 0;
+  for (size_t i = 0; i < sn; i++) {
+    int is_nan = (x[i] & 0x7F80) == 0x7F80 && (x[i] & 0x7F) != 0;
+    bad += i % 100 == 3 ? !is_nan : x[i] != float_to_bf16((float)gc_test_size);
   }
+  CU_ASSERT_EQUAL(bad, 0);
+  free(x);
 
-  /* Captured once (both forms), replayed three times on fresh inputs. */
+  /* Captured once (two calls, the second on the first's output), replayed three times. */
   const size_t m = 200003;
   void *exec = NULL;
-  gc_options_t o1 = GC_OPTIONS_INIT, o2 = GC_OPTIONS_INIT;
-  o1.algo = GC_ALGO_ONESHOT_LL;
-  o2.algo = GC_ALGO_TWOSHOT_LL;
   int capture_ok = gc_test_capture(stream, 1, NULL) == 0;
-  gc_result_t r1 = gc_allreduce_ex(a, b, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o1);
-  gc_result_t r2 = gc_allreduce_ex(b, (char *)b + m * 2, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o2);
+  gc_result_t r1 = gc_allreduce_ex(a, b, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  gc_result_t r2 = gc_allreduce_ex(b, (char *)b + m * 2, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
   capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
   CU_ASSERT_FATAL(gc_test_all(capture_ok && r1 == GC_SUCCESS && r2 == GC_SUCCESS));
-  unsigned short *g = malloc(m * 2);
+  unsigned short *g = malloc(m * 2), *g2 = malloc(m * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
   for (int replay = 0; replay < 3; replay++) {
     gc_test_fill(a, m, GC_BFLOAT16, gc_test_rank, 1300 + replay);
     gc_test_poison(b, m * 4);
@@ -377,22 +364,20 @@ static void test_ll_allreduce(void) {
     gc_test_download(g, b, m * 2);
     gc_test_red_t R;
     gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 1300 + replay);
-    CU_ASSERT_EQUAL(gc_test_check_red("LL graph replay, one-shot", &R, g, m, 1), 0);
-    /* The second call sums n copies of the first's output: every rank's input is that output. */
-    unsigned short *g2 = malloc(m * 2);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
+    CU_ASSERT_EQUAL(gc_test_check_red("LL graph replay", &R, g, m, 1), 0);
+    /* The second call sums n copies of the first's output (every rank holds the same). */
     gc_test_download(g2, (char *)b + m * 2, m * 2);
     CU_ASSERT(gc_test_same_on_all_ranks(g2, m * 2));
-    size_t bad = 0;
+    bad = 0;
     for (size_t i = 0; i < m; i++) {
-      float once = bf16_to_float(g[i]), twice = bf16_to_float(g2[i]);
-      bad += !(fabsf(twice - once * gc_test_size) <= 1e-2f * fabsf(once * gc_test_size) + 1e-6f);
+      float once = bf16_to_float(g[i]) * gc_test_size, twice = bf16_to_float(g2[i]);
+      bad += !(fabsf(twice - once) <= 1e-2f * fabsf(once) + 1e-6f);
     }
     CU_ASSERT_EQUAL(bad, 0);
-    free(g2);
   }
   gc_test_graph_destroy(exec);
   free(g);
+  free(g2);
   free(h);
   gc_test_free(a);
   gc_test_free(b);

@@ -64,7 +64,7 @@ static void test_op_algo_names(void) {
   CU_ASSERT_EQUAL(gc_op_from_name(NULL, &op), GC_ERR_INVALID_ARGUMENT);
 
   static const char *const algos[] = {"auto", "oneshot", "twoshot", "twoshot_push", "mpi", "multimem", "copyengine",
-                                      "oneshot_ll", "twoshot_ll"};
+                                      "oneshot_ll"};
   CU_ASSERT_EQUAL(sizeof algos / sizeof algos[0], GC_NUM_ALGOS);
   for (int i = 0; i < GC_NUM_ALGOS; i++) {
     CU_ASSERT_STRING_EQUAL(gc_algo_name((gc_algo_t)i), algos[i]);
@@ -354,7 +354,7 @@ static void test_header_constants(void) {
   CU_ASSERT_EQUAL(GC_DTYPE_SAME, -1);
   CU_ASSERT_EQUAL(GC_NUM_DTYPES, 9);
   CU_ASSERT_EQUAL(GC_NUM_OPS, 5);
-  CU_ASSERT_EQUAL(GC_NUM_ALGOS, 9);
+  CU_ASSERT_EQUAL(GC_NUM_ALGOS, 8);
   CU_ASSERT_EQUAL(GC_NUM_RESULTS, 10);
   CU_ASSERT(GC_MAX_LOCAL_RANKS >= 8);
   gc_config_t c = GC_CONFIG_INIT;
