@@ -8,7 +8,7 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/crossover.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 1K:64M (x2 steps) on GPUs, 1K:1M on host buffers
   OUTDIR  where crossover.csv goes (default crossover-results)
-  coll=allreduce  algos=oneshot,twoshot,twoshot_push,auto (host: auto,mpi; coll=reducescatter adds copyengine)
+  coll=allreduce  algos=oneshot,oneshot_ll,twoshot,twoshot_push,auto (host: auto,mpi; coll=reducescatter adds copyengine)
   dtype=float32  iters=20  warmup=5  graph=1  host=0
 One row per size with each algorithm's time, the winner, and the sizes where the winner changes
 (compare them with the dispatch table, printed at the end).
@@ -26,7 +26,7 @@ local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:64M" or "1K:1M"))
 local coll, dtype = opts.coll, opts.dtype
 -- copyengine needs symmetric buffers except in reduce-scatter, and these are not symmetric.
-local gpu_algos = coll == "reducescatter" and "oneshot,twoshot,twoshot_push,copyengine,auto" or "oneshot,twoshot,twoshot_push,auto"
+local gpu_algos = coll == "reducescatter" and "oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,auto" or "oneshot,oneshot_ll,twoshot,twoshot_push,auto"
 local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and gpu_algos or "auto,mpi"))
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
 local graph = on_gpu and util.truthy(opts.graph)

@@ -9,7 +9,7 @@ usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=val
   SIZES   bytes per collective (nccl-tests' size): 1K:256M (x2 steps), 1K:256M:4 (x4 steps)
           or a list 4K,1M,64M; default 1K:256M:4 on GPUs, 1K:4M:4 on host buffers
   OUTDIR  where sweep.csv, sweep.json and sweep.png go (default sweep-results)
-  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,twoshot,twoshot_push,copyengine,mpi
+  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,mpi
   dtype=float32  iters=20  warmup=5  graph=1  nccl=1  check=1  host=0 (1: host buffers on GPUs too)
 ]]
 
@@ -25,7 +25,7 @@ local n, rank = comm.size, comm.rank
 local on_gpu = util.all_gpu(comm)
 local where = on_gpu and "device" or "host" -- "device": symmetric (gc_mem_alloc) buffers
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,twoshot,twoshot_push,copyengine,mpi" or "auto,mpi"))
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,mpi" or "auto,mpi"))
 local colls, dtype = util.list(opts.colls), opts.dtype
 local iters, warmup = tonumber(opts.iters), tonumber(opts.warmup)
 local graph = on_gpu and util.truthy(opts.graph)

@@ -96,12 +96,11 @@ typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3, GC
 /* All return a cudaError_t value (0 = launched). */
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
 /* Barrier-free one-shot collectives through the LL areas (ll.cu): a->send, a->recv any device
- * pointers of this rank; float32/16, bf16 (gather: fp8 too); one generation must hold n rows of
- * the largest part rounded up to 16 bytes (broadcast: one row). Reduce-scatter: region[q] (rows
- * 1) is rank q's part. Gather: a->count elements per rank (broadcast: root's a->send). */
-int gc_kernel_allreduce_ll(const gc_kargs_t *a, cudaStream_t stream);
-int gc_kernel_reducescatter_ll(const gc_kargs_t *a, cudaStream_t stream);
-int gc_kernel_gather_ll(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
+ * pointers of this rank; float32/16, bf16 (all-gather: fp8 too); one generation must hold n rows
+ * of the largest part rounded up to 16 bytes. Reduce: region[q] (rows 1) is the part rank q
+ * reduces (all-reduce: the whole input for every q). All-gather: a->count elements per rank. */
+int gc_kernel_reduce_ll(const gc_kargs_t *a, cudaStream_t stream);
+int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */

@@ -1,4 +1,5 @@
-// ll.cu — the barrier-free ("LL", low-latency) one-shot collectives for float32, float16,
+// ll.cu — the barrier-free ("LL", low-latency) one-shot all-reduce, reduce-scatter and all-gather
+// for float32, float16,
 // bfloat16 (and, where nothing is reduced, fp8). No flags, no barrier: the data says what has
 // arrived. Every rank's LL area holds all-ones wherever nothing has arrived (a NaN in each of
 // those types); a sender replaces that one bit pattern in its data by another NaN and writes
@@ -8,13 +9,14 @@
 // Calls rotate through GC_LL_GENS generations of the area (sig->ll_call % GC_LL_GENS, advanced by
 // the last block to finish). A peer runs at most one call ahead of this rank (it needs this
 // rank's data to finish a call), so a generation is written again only after its reader is done.
-// A generation holds n rows of one part's 16-byte packs (broadcast: one row):
-//   all-reduce      every rank writes its input into row `me` of every rank's area, then reduces
-//                   its n rows in rank order 0..n-1;
-//   reduce-scatter  every rank writes part q of its input into row `me` of rank q's area; rank q
-//                   reduces its n rows;
+// That is why there is no LL broadcast: its root needs nobody's data, would run calls ahead and
+// overwrite generations not yet read (it hung in back-to-back calls, run 14).
+// A generation holds n rows of one part's 16-byte packs:
+//   reduce          every rank writes part q of its input into row `me` of rank q's area; rank q
+//                   reduces its n rows in rank order 0..n-1 (all-reduce: every part is the
+//                   whole input);
 //   all-gather      every rank writes its part into row `me` of every area and copies the n rows
-//                   out; broadcast: root writes row 0 of every area.
+//                   out.
 // The same thread handles pack k when writing and when reading, so in place is safe.
 #include "common.cuh"
 
@@ -112,48 +114,10 @@ __device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, b
   }
 }
 
+// Rank q reduces region[q].width elements found at region[q].in_offset of every rank's input:
+// contiguous parts for a reduce-scatter, the whole input for every rank in an all-reduce.
 template <typename T, typename A, int OPK>
-__global__ void GC_LAUNCH_BOUNDS allreduce_ll_kernel(const gc_kargs_t a) {
-  constexpr int E = 16 / sizeof(T);
-  pdl_begin(a.pdl);
-  const int n = a.peers.nranks, me = a.peers.rank;
-  const uint32_t call = *(volatile uint32_t *)&a.peers.sig[me]->ll_call;
-  const size_t bytes = a.count * sizeof(T), packs = (bytes + 15) / 16, row = packs * 16, G = grid_threads();
-
-  // 1. our input, row `me` of every rank's area, starting with the next rank.
-  for (size_t k = global_thread(); k < packs; k += G) {
-    const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, k), sizeof(T));
-    for (int i = 1; i <= n; i++) {
-      const int p = (me + i) % n;
-      *(uint4 *)(ll_gen(a.peers, p, call) + me * row + k * 16) = w;
-    }
-  }
-
-  // 2. every rank's row of our area, reduced in rank order; same thread-to-pack mapping, so in
-  // place is safe.
-  unsigned char *mine = ll_gen(a.peers, me, call);
-  const bool plain = is_plain<T, A>(a, a.recv);
-  Deadline d;
-  bool failed = false;
-  for (size_t k = global_thread(); k < packs; k += G) {
-    uint4 v[GC_MAX_LOCAL_RANKS];
-    if (!ll_take(mine + k * 16, row, n, sizeof(T), v, d, a.peers)) {
-      failed = true;
-      break;
-    }
-    A acc[E];
-    reduce_words<T, A, OPK>(v, n, a.op, acc);
-    const size_t first = k * E;
-    if (first + E <= a.count) store_at<T, A, true>(a, first, acc, a.recv, plain);
-    else
-      for (int e = 0; first + e < a.count; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
-  }
-  ll_finish(a.peers, call, failed);
-}
-
-// Reduce-scatter of contiguous parts (region[q].width elements at region[q].in_offset).
-template <typename T, typename A, int OPK>
-__global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
+__global__ void GC_LAUNCH_BOUNDS reduce_ll_kernel(const gc_kargs_t a) {
   constexpr int E = 16 / sizeof(T);
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank;
@@ -163,18 +127,24 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   for (int q = 0; q < n; q++) most = max(most, a.region[q].width);
   const size_t row = (most * sizeof(T) + 15) / 16 * 16;
 
-  // 1. part q of our input into row `me` of rank q's area, starting with the next rank.
-  for (size_t k = global_thread(); k * 16 < row; k += G)
+  // 1. part q of our input into row `me` of rank q's area, starting with the next rank (a part
+  // that is the previous one is not loaded again).
+  for (size_t k = global_thread(); k * 16 < row; k += G) {
+    const char *loaded = nullptr;
+    uint4 w;
     for (int i = 1; i <= n; i++) {
       const int q = (me + i) % n;
       const size_t len = a.region[q].width * sizeof(T);
-      if (k * 16 < len) {
-        const char *part = (const char *)a.send + a.region[q].in_offset * sizeof(T);
-        *(uint4 *)(ll_gen(a.peers, q, call) + me * row + k * 16) = ll_canonical(load_unit(part, len, k), sizeof(T));
-      }
+      const char *part = (const char *)a.send + a.region[q].in_offset * sizeof(T);
+      if (k * 16 >= len) continue;
+      if (part != loaded) w = ll_canonical(load_unit(part, len, k), sizeof(T));
+      loaded = part;
+      *(uint4 *)(ll_gen(a.peers, q, call) + me * row + k * 16) = w;
     }
+  }
 
-  // 2. our part: n rows reduced in rank order.
+  // 2. our part: n rows reduced in rank order (thread k wrote pack k of every part: in place is
+  // safe).
   unsigned char *mine = ll_gen(a.peers, me, call);
   const size_t width = a.region[me].width;
   const bool plain = is_plain<T, A>(a, a.recv);
@@ -196,35 +166,33 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   ll_finish(a.peers, call, failed);
 }
 
-// All-gather (every rank's part, a.count elements, to every rank) or broadcast (root's).
-__global__ void GC_LAUNCH_BOUNDS gather_ll_kernel(const gc_kargs_t a, int broadcast) {
+// All-gather: every rank's part (a.count elements) to every rank.
+__global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank, es = (int)dtype_size(a.dtype);
   const uint32_t call = *(volatile uint32_t *)&a.peers.sig[me]->ll_call;
   const size_t part = a.count * es, packs = (part + 15) / 16, row = packs * 16, G = grid_threads();
-  const int rows = broadcast ? 1 : n, my_row = broadcast ? 0 : me;
-  if (!broadcast || me == a.root)
-    for (size_t k = global_thread(); k < packs; k += G) {
-      const uint4 w = ll_canonical(load_unit((const char *)a.send, part, k), es);
-      for (int i = 1; i <= n; i++) *(uint4 *)(ll_gen(a.peers, (me + i) % n, call) + my_row * row + k * 16) = w;
-    }
+  for (size_t k = global_thread(); k < packs; k += G) {
+    const uint4 w = ll_canonical(load_unit((const char *)a.send, part, k), es);
+    for (int i = 1; i <= n; i++) *(uint4 *)(ll_gen(a.peers, (me + i) % n, call) + me * row + k * 16) = w;
+  }
   unsigned char *mine = ll_gen(a.peers, me, call);
   Deadline d;
   bool failed = false;
   for (size_t k = global_thread(); k < packs; k += G) {
     uint4 v[GC_MAX_LOCAL_RANKS];
-    if (!ll_take(mine + k * 16, row, rows, es, v, d, a.peers)) {
+    if (!ll_take(mine + k * 16, row, n, es, v, d, a.peers)) {
       failed = true;
       break;
     }
 #pragma unroll
     for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (q < rows) store_unit((char *)a.recv + q * part, part, k, v[q]);
+      if (q < n) store_unit((char *)a.recv + q * part, part, k, v[q]);
   }
   ll_finish(a.peers, call, failed);
 }
 
-// The reducing LL kernels take float32, float16 and bfloat16 (gather_ll_kernel moves fp8 too):
+// The reducing LL kernels take float32, float16 and bfloat16 (allgather_ll_kernel moves fp8 too):
 // elements of at most 4 bytes, never seen half-written, whose all-ones pattern is a NaN.
 template <typename F>
 cudaError_t with_ll_types(int dtype, int op, F &&launch) {
@@ -239,24 +207,19 @@ cudaError_t with_ll_types(int dtype, int op, F &&launch) {
   return cudaErrorInvalidValue;
 }
 
-static cudaError_t launch_reduce_ll(const gc_kargs_t *a, bool scatter, cudaStream_t s) {
-  return with_ll_types(a->dtype, a->op, [&](auto t) {
+}  // namespace gc
+
+extern "C" int gc_kernel_reduce_ll(const gc_kargs_t *a, cudaStream_t s) {
+  return gc::with_ll_types(a->dtype, a->op, [&](auto t) {
     using R = decltype(t);
     cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = launch_config(a, s, attr);
-    if (scatter) return cudaLaunchKernelEx(&cfg, reducescatter_ll_kernel<typename R::T, typename R::A, R::OPK>, *a);
-    return cudaLaunchKernelEx(&cfg, allreduce_ll_kernel<typename R::T, typename R::A, R::OPK>, *a);
+    cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+    return cudaLaunchKernelEx(&cfg, gc::reduce_ll_kernel<typename R::T, typename R::A, R::OPK>, *a);
   });
 }
 
-}  // namespace gc
-
-extern "C" int gc_kernel_allreduce_ll(const gc_kargs_t *a, cudaStream_t s) { return gc::launch_reduce_ll(a, false, s); }
-
-extern "C" int gc_kernel_reducescatter_ll(const gc_kargs_t *a, cudaStream_t s) { return gc::launch_reduce_ll(a, true, s); }
-
-extern "C" int gc_kernel_gather_ll(const gc_kargs_t *a, int broadcast, cudaStream_t s) {
+extern "C" int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
-  return cudaLaunchKernelEx(&cfg, gc::gather_ll_kernel, *a, broadcast);
+  return cudaLaunchKernelEx(&cfg, gc::allgather_ll_kernel, *a);
 }

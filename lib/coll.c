@@ -128,10 +128,10 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). The dispatcher has
      * checked that the call fits. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, count, 0, 0, 0}; /* every rank: all of it */
     a.send = send;
     a.recv = recv;
-    a.count = count;
-    return gc__launched(comm, gc_kernel_allreduce_ll(&a, stream), "all-reduce");
+    return gc__launched(comm, gc_kernel_reduce_ll(&a, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
@@ -222,7 +222,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
     a.send = send;
     a.recv = recv;
-    return gc__launched(comm, gc_kernel_reducescatter_ll(&a, stream), "reduce-scatter");
+    return gc__launched(comm, gc_kernel_reduce_ll(&a, stream), "reduce-scatter");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
@@ -310,7 +310,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     a.send = send;
     a.recv = recv;
     a.count = count;
-    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_gather_ll(&a, 0, stream), "all-gather");
+    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_allgather_ll(&a, stream), "all-gather");
     return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
   }
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
@@ -373,12 +373,11 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   size_t chunk = zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
   a.root = root;
-  if (plan->algo == GC_ALGO_ONESHOT_LL || (!two_stage && count * es <= GC_PUSH_MAX_BYTES)) {
-    /* Small: root writes into every LL or push area, everyone copies out locally. */
+  if (!two_stage && count * es <= GC_PUSH_MAX_BYTES) {
+    /* Small: root pushes into every push area, one barrier, everyone copies out locally. */
     a.send = send;
     a.recv = recv;
     a.count = count;
-    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_gather_ll(&a, 1, stream), "broadcast");
     return gc__launched(comm, gc_kernel_push_gather(&a, 1, stream), "broadcast");
   }
   if (zero && me == root && send != recv)
@@ -408,15 +407,14 @@ typedef struct {
   int n;
 } ptrs_t;
 
-/* What one LL generation must hold for a call whose largest part has part_bytes (rows of them:
- * n, broadcast 1), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8 where
- * nothing is reduced; no float64 output. */
+/* What one LL generation must hold for a call whose largest part has part_bytes (n rows of
+ * them), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8 in an all-gather;
+ * no float64 output; no broadcast (ll.cu says why). */
 static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtype_t out, size_t part_bytes) {
-  int reduces = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_REDUCESCATTER;
   int ok = dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ||
-           (!reduces && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
-  if (!ok || out == GC_FLOAT64) return 0;
-  return (part_bytes + 15) / 16 * 16 * (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size);
+           (coll == GC_COLL_ALLGATHER && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
+  if (!ok || out == GC_FLOAT64 || coll == GC_COLL_BROADCAST) return 0;
+  return (part_bytes + 15) / 16 * 16 * (size_t)comm->local_size;
 }
 
 static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,

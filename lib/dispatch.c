@@ -57,7 +57,6 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_BROADCAST, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132, NONE},
     {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
     {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},       /* one copy: 256 MB 723.7 us, 371 GB/s */
@@ -121,10 +120,10 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (algo == GC_ALGO_ONESHOT_LL && (ll_bytes == 0 || ll_bytes > GC_LL_GEN_BYTES)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "algorithm oneshot_ll takes float32, float16 or bfloat16 data (fp8 to gather or broadcast), "
-                     "an output type other than float64, contiguous parts, and calls whose n parts fit one LL "
-                     "generation of %zu bytes (this call needs %zu)",
-                     (size_t)GC_LL_GEN_BYTES, ll_bytes);
+                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts) and all-gather "
+                     "(no broadcast) of float32, float16 or bfloat16 data (fp8 to gather), an output type other "
+                     "than float64, and calls whose n parts fit one LL generation of %zu bytes (this call %s)",
+                     (size_t)GC_LL_GEN_BYTES, ll_bytes ? "needs more" : "is none of those");
     algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
   }
   int ll = algo == GC_ALGO_ONESHOT_LL;
@@ -136,8 +135,8 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
   plan->threads = ll ? GC_LL_THREADS : GC_KTHREADS;
-  /* LL threads take one pack of a part each (every row at that pack): n parts but for broadcast. */
-  size_t work = ll ? ll_bytes / (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size) : bytes;
+  /* LL threads take one pack of a part each (every row at that pack). */
+  size_t work = ll ? ll_bytes / (size_t)comm->local_size : bytes;
   plan->blocks = grid_for(work, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);
