@@ -97,9 +97,10 @@ typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3, GC
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);
 /* Barrier-free one-shot collectives through the LL areas (ll.cu): a->send, a->recv any device
  * pointers of this rank; float32/16, bf16 (all-gather: fp8 too); one generation must hold n rows
- * of the largest part rounded up to 16 bytes. Reduce: region[q] (rows 1) is the part rank q
- * reduces (all-reduce: the whole input for every q). All-gather: a->count elements per rank. */
-int gc_kernel_reduce_ll(const gc_kargs_t *a, cudaStream_t stream);
+ * of the largest part rounded up to 16 bytes. Reduce: all-reduce of a->count elements, or with
+ * scatter = 1 a reduce-scatter where region[q] (rows 1) is rank q's part. All-gather: a->count
+ * elements per rank. */
+int gc_kernel_reduce_ll(const gc_kargs_t *a, int scatter, cudaStream_t stream);
 int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);

@@ -128,10 +128,10 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     /* Barrier-free, through the LL areas: any pointers, no copy-in (ll.cu). The dispatcher has
      * checked that the call fits. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, count, 0, 0, 0}; /* every rank: all of it */
     a.send = send;
     a.recv = recv;
-    return gc__launched(comm, gc_kernel_reduce_ll(&a, stream), "all-reduce");
+    a.count = count;
+    return gc__launched(comm, gc_kernel_reduce_ll(&a, 0, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
@@ -222,7 +222,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
     a.send = send;
     a.recv = recv;
-    return gc__launched(comm, gc_kernel_reduce_ll(&a, stream), "reduce-scatter");
+    return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));

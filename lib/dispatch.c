@@ -22,15 +22,16 @@ typedef struct {
 #define ANY SIZE_MAX
 #define NONE GC_ALGO_AUTO /* no fallback: the row's algorithm takes every dtype */
 
-/* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole
- * output). From bench/results (4 and 2 x H200, bf16, graph replay, each algorithm forced): up to
- * 256 KB the push kernels; all-reduce 1-32 MB two-shot by reads, then the copy-engine form
- * (reduce-scatter kernel + copy-engine all-gather, copyengine.c), which ties the kernels at 64 MB
- * on 4 GPUs and wins above; all-gather and broadcast switch to the copy engines past the sizes
- * in the row comments (kernel vs copy engine, us). The copy-engine reduce-scatter (pipelined
- * through inboxes) ran at 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path needs
- * outputs from gc_mem_alloc and falls back to the kernels otherwise. 5-8 GPUs: not measured (no
- * 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
+/* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole output,
+ * reduce-scatter: the whole input). From bench/results (4 and 2 x H200, bf16, graph replay, each
+ * algorithm forced; the row comments give the figures): small calls by the barrier-free LL
+ * one-shot (float32/16, bf16; other dtypes take the row's fallback) or the push kernels; the
+ * all-reduce's middle sizes by the two-shot by writes, large ones by the copy-engine form
+ * (reduce-scatter kernel + copy-engine all-gather, copyengine.c); all-gather and broadcast switch
+ * to the copy engines past the sizes in the row comments. The copy-engine reduce-scatter ran at
+ * 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path and the broadcast by writes
+ * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: not measured
+ * (no 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
@@ -39,19 +40,25 @@ static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    /* 4 GPUs, us (run 13, bench/results/forced/ar4_*_run13.txt): LL one-shot 3.49 / 3.93 / 6.75
-     * at 1 / 16 / 256 KB against the push one-shot's 3.74 / 4.10 / 7.49; two-shot by writes 12.40
-     * / 29.41 / 80.40 at 1 / 4 / 16 MB against two-shot by reads 15.78 / 32.54 / 93.94. */
+    /* 4 GPUs, us (run 14, bench/results/forced/ll4_allreduce_*_run14.txt): LL one-shot 3.62 /
+     * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
+     * writes 12.64 / 29.36 / 80.76 / 298.3 at 1 / 4 / 16 / 64 MB against two-shot by reads 15.78 /
+     * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB (ll4_auto_run14.txt). */
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 3, 4, 32 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_REDUCESCATTER, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
+     * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
+    {GC_COLL_REDUCESCATTER, 2, 8, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_ALLGATHER, 2, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2
+     * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
+    {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
     {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 119.2 vs 114.1 us */
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
