@@ -193,21 +193,13 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   }
   if (!sync.barrier()) return;
 
-  // 3. our pub holds every slice; copy it to the output unless it is the output.
-  if (a.pub[me] != a.recv) {
-    for (int q = 0; q < n; q++) {
-      size_t q0, qn;
-      slice_of(packs, n, q, &q0, &qn);
-      for (size_t j = gt; j < qn; j += G) {
-        const size_t first = (q0 + j) * E, bytes = min((size_t)E, a.count - first) * os;
-        const unsigned char *src = (const unsigned char *)a.pub[me] + first * os;
-        unsigned char *dst = (unsigned char *)a.recv + first * os;
-        if (bytes == 16 && aligned16(dst)) *(uint4 *)dst = *(const uint4 *)src;
-        else
-          for (size_t b = 0; b < bytes; b++) dst[b] = src[b];
-      }
+  // 3. our pub holds every slice; copy it to the output unless it is the output (local).
+  if (a.pub[me] != a.recv)
+    for (size_t k = gt; k < packs; k += G) {
+      const size_t first = k * E;
+      put_bytes((unsigned char *)a.recv + first * os, (const unsigned char *)a.pub[me] + first * os,
+                min((size_t)E, a.count - first) * os);
     }
-  }
   sync.done();
 }
 

@@ -197,23 +197,33 @@ __device__ __forceinline__ void reduce_at(const gc_kargs_t &a, size_t el, A (&ac
       for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), a.op);
 }
 
-// The same for n packs already gathered in local memory, at base, base + stride, ...: the push
-// kernels' inboxes.
+// The same for n packs held in registers (v[p]: rank p's pack), in rank order.
+template <typename T, typename A, int OPK>
+__device__ __forceinline__ void reduce_packs(const uint4 (&v)[GC_MAX_LOCAL_RANKS], int n, int op,
+                                             A (&acc)[16 / sizeof(T)]) {
+  constexpr int E = 16 / sizeof(T);
+  const T *x0 = reinterpret_cast<const T *>(&v[0]);
+#pragma unroll
+  for (int e = 0; e < E; e++) acc[e] = to_acc<A>(x0[e]);
+#pragma unroll
+  for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
+    if (p < n) {
+      const T *xp = reinterpret_cast<const T *>(&v[p]);
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(xp[e]), op);
+    }
+}
+
+// ... and for n packs gathered in local memory at base, base + stride, ...: the push kernels'
+// inboxes.
 template <typename T, typename A, int OPK>
 __device__ __forceinline__ void reduce_local(const unsigned char *base, size_t stride, int n, int op,
                                              A (&acc)[16 / sizeof(T)]) {
-  constexpr int E = 16 / sizeof(T);
-  Pack<T, true> v[GC_MAX_LOCAL_RANKS];
+  uint4 v[GC_MAX_LOCAL_RANKS];
 #pragma unroll
   for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
-    if (p < n) *(uint4 *)v[p].v = *(const uint4 *)(base + p * stride);
-#pragma unroll
-  for (int e = 0; e < E; e++) acc[e] = to_acc<A>(v[0].v[e]);
-#pragma unroll
-  for (int p = 1; p < GC_MAX_LOCAL_RANKS; p++)
-    if (p < n)
-#pragma unroll
-      for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(v[p].v[e]), op);
+    if (p < n) v[p] = *(const uint4 *)(base + p * stride);
+  reduce_packs<T, A, OPK>(v, n, op, acc);
 }
 
 // True when results go out as they are: no epilogue, no cast, no integer average, and an output

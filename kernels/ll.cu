@@ -82,26 +82,14 @@ __device__ __forceinline__ bool ll_take(unsigned char *base, size_t stride, int 
   return true;
 }
 
-// Reduces n packs held in registers, in rank order.
-template <typename T, typename A, int OPK>
-__device__ __forceinline__ void reduce_words(const uint4 (&v)[GC_MAX_LOCAL_RANKS], int n, int op,
-                                             A (&acc)[16 / sizeof(T)]) {
-  constexpr int E = 16 / sizeof(T);
-  const T *x0 = reinterpret_cast<const T *>(&v[0]);
-#pragma unroll
-  for (int e = 0; e < E; e++) acc[e] = to_acc<A>(x0[e]);
-#pragma unroll
-  for (int s = 1; s < GC_MAX_LOCAL_RANKS; s++)
-    if (s < n) {
-      const T *xs = reinterpret_cast<const T *>(&v[s]);
-#pragma unroll
-      for (int e = 0; e < E; e++) acc[e] = combine<A, OPK>(acc[e], to_acc<A>(xs[e]), op);
-    }
-}
-
-__device__ __forceinline__ unsigned char *ll_gen(const gc_kpeers_t &P, int r, uint32_t call) {
-  return P.ll[r] + (size_t)(call % GC_LL_GENS) * GC_LL_GEN_BYTES;
-}
+// This call's number (read at entry, before any block can advance it) and its generation's
+// offset in every rank's LL area.
+struct LLCall {
+  uint32_t call;
+  size_t gen;
+  __device__ explicit LLCall(const gc_kpeers_t &P)
+      : call(*(volatile uint32_t *)&P.sig[P.rank]->ll_call), gen((size_t)(call % GC_LL_GENS) * GC_LL_GEN_BYTES) {}
+};
 
 // The last block of the call to finish moves the communicator to the next generation; a block
 // that timed out leaves it (the communicator has failed).
@@ -128,7 +116,7 @@ __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *
     uint4 v[GC_MAX_LOCAL_RANKS];
     if (!ll_take(mine + k * 16, row, n, sizeof(T), v, d, a.peers)) return false;
     A acc[E];
-    reduce_words<T, A, OPK>(v, n, a.op, acc);
+    reduce_packs<T, A, OPK>(v, n, a.op, acc);
     const size_t first = k * E;
     if (first + E <= width) store_at<T, A, true>(a, first, acc, a.recv, plain);
     else
@@ -144,23 +132,22 @@ template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS allreduce_ll_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank;
-  const uint32_t call = *(volatile uint32_t *)&a.peers.sig[me]->ll_call;
+  const LLCall c(a.peers);
   const size_t bytes = a.count * sizeof(T), packs = (bytes + 15) / 16, row = packs * 16, G = grid_threads();
   for (size_t k = global_thread(); k < packs; k += G) {
     const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, k), sizeof(T));
-    for (int i = 1; i <= n; i++) *(uint4 *)(ll_gen(a.peers, (me + i) % n, call) + me * row + k * 16) = w;
+    for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * row + k * 16) = w;
   }
-  ll_finish(a.peers, call, !reduce_rows<T, A, OPK>(a, ll_gen(a.peers, me, call), row, a.count));
+  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.count));
 }
 
 // Reduce-scatter: rank q reduces region[q].width elements found at region[q].in_offset of every
 // rank's input.
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
-  constexpr int E = 16 / sizeof(T);
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank;
-  const uint32_t call = *(volatile uint32_t *)&a.peers.sig[me]->ll_call;
+  const LLCall c(a.peers);
   const size_t G = grid_threads();
   size_t most = 0;
   for (int q = 0; q < n; q++) most = max(most, a.region[q].width);
@@ -174,23 +161,23 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
       const size_t len = a.region[q].width * sizeof(T);
       if (k * 16 < len) {
         const char *part = (const char *)a.send + a.region[q].in_offset * sizeof(T);
-        *(uint4 *)(ll_gen(a.peers, q, call) + me * row + k * 16) = ll_canonical(load_unit(part, len, k), sizeof(T));
+        *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(load_unit(part, len, k), sizeof(T));
       }
     }
-  ll_finish(a.peers, call, !reduce_rows<T, A, OPK>(a, ll_gen(a.peers, me, call), row, a.region[me].width));
+  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
 }
 
 // All-gather: every rank's part (a.count elements) to every rank.
 __global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank, es = (int)dtype_size(a.dtype);
-  const uint32_t call = *(volatile uint32_t *)&a.peers.sig[me]->ll_call;
+  const LLCall c(a.peers);
   const size_t part = a.count * es, packs = (part + 15) / 16, row = packs * 16, G = grid_threads();
   for (size_t k = global_thread(); k < packs; k += G) {
     const uint4 w = ll_canonical(load_unit((const char *)a.send, part, k), es);
-    for (int i = 1; i <= n; i++) *(uint4 *)(ll_gen(a.peers, (me + i) % n, call) + me * row + k * 16) = w;
+    for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * row + k * 16) = w;
   }
-  unsigned char *mine = ll_gen(a.peers, me, call);
+  unsigned char *mine = a.peers.ll[me] + c.gen;
   Deadline d;
   bool failed = false;
   for (size_t k = global_thread(); k < packs; k += G) {
@@ -203,7 +190,7 @@ __global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
     for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
       if (q < n) store_unit((char *)a.recv + q * part, part, k, v[q]);
   }
-  ll_finish(a.peers, call, failed);
+  ll_finish(a.peers, c.call, failed);
 }
 
 // The reducing LL kernels take float32, float16 and bfloat16 (allgather_ll_kernel moves fp8 too):
