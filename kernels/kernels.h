@@ -24,11 +24,12 @@ extern "C" {
 typedef struct gc_ksignals {
   uint32_t flag[GC_KMAX_BLOCKS][GC_MAX_LOCAL_RANKS];
   uint32_t epoch[GC_KMAX_BLOCKS];
-  uint32_t ll_call;    /* barrier-free all-reduce: calls made, which picks the generation */
+  uint32_t ll_call;    /* barrier-free (LL) calls made, which picks the generation */
   uint32_t ll_arrived; /* blocks of the current such call that have finished */
+  uint32_t ll_started[GC_MAX_LOCAL_RANKS]; /* LL broadcast: rank r's last such call number + 1 */
 } gc_ksignals_t;
 
-/* The barrier-free (LL) all-reduce's area of one rank: GC_LL_GENS generations of
+/* The barrier-free (LL) collectives' area of one rank: GC_LL_GENS generations of
  * GC_LL_GEN_BYTES, all-ones (a NaN in every float type) wherever nothing has arrived. A call uses
  * generation ll_call % GC_LL_GENS; its reader writes all-ones back over what it read. */
 #define GC_LL_GENS 3
@@ -102,6 +103,9 @@ int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t strea
  * elements per rank. */
 int gc_kernel_reduce_ll(const gc_kargs_t *a, int scatter, cudaStream_t stream);
 int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t stream);
+/* LL broadcast of root's a->send (a->count elements, float32/16, bf16, fp8) into every a->recv;
+ * relay = 1 (3+ ranks): root writes each run of packs to one owner, which writes it on. */
+int gc_kernel_broadcast_ll(const gc_kargs_t *a, int relay, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 /* one_stage = 1: every rank pulls all of root's data; else scatter from root then all-gather. */

@@ -1,5 +1,4 @@
-// ll.cu — the barrier-free ("LL", low-latency) one-shot all-reduce, reduce-scatter and all-gather
-// for float32, float16,
+// ll.cu — the barrier-free ("LL", low-latency) one-shot collectives for float32, float16,
 // bfloat16 (and, where nothing is reduced, fp8). No flags, no barrier: the data says what has
 // arrived. Every rank's LL area holds all-ones wherever nothing has arrived (a NaN in each of
 // those types); a sender replaces that one bit pattern in its data by another NaN and writes
@@ -7,17 +6,20 @@
 // all-ones, then writes all-ones back over what it read. Elements are at most 4 bytes, so none
 // can be seen half-written.
 // Calls rotate through GC_LL_GENS generations of the area (sig->ll_call % GC_LL_GENS, advanced by
-// the last block to finish). A peer runs at most one call ahead of this rank (it needs this
-// rank's data to finish a call), so a generation is written again only after its reader is done.
-// That is why there is no LL broadcast: its root needs nobody's data, would run calls ahead and
-// overwrite generations not yet read (it hung in back-to-back calls, run 14).
-// A generation holds n rows of one part's 16-byte packs:
+// the last block to finish). A rank finishes an LL call only once every rank has started it: the
+// reducing calls and the all-gather need every rank's data; a broadcast, whose root needs
+// nobody's, waits at its end for every rank's "started" word (ll_started; without it the root ran
+// calls ahead and overwrote generations not yet read: run 14). So a rank that starts call c knows
+// every rank finished call c - 2, and generation c % GC_LL_GENS was last read in call c - 3.
+// A generation holds rows of 16-byte packs:
 //   all-reduce      every rank writes its input into row `me` of every rank's area, then reduces
 //                   its n rows in rank order 0..n-1;
 //   reduce-scatter  every rank writes part q of its input into row `me` of rank q's area; rank q
 //                   reduces its n rows;
 //   all-gather      every rank writes its part into row `me` of every area and copies the n rows
-//                   out.
+//                   out;
+//   broadcast       one row: root writes it into every other area, or (relay) each 32-pack run
+//                   into one owner's, which writes it on to the others.
 // The same thread handles pack k when writing and when reading, so in place is safe.
 #include "common.cuh"
 
@@ -92,15 +94,19 @@ struct LLCall {
 };
 
 // The last block of the call to finish moves the communicator to the next generation; a block
-// that timed out leaves it (the communicator has failed).
-__device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, bool failed) {
+// that timed out leaves it (the communicator has failed). A broadcast's last block first waits
+// until every rank has started this call (see the top of this file).
+__device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, bool failed, bool wait_started = false) {
   if (__syncthreads_or(failed) || threadIdx.x != 0) return;
   gc_ksignals_t *sig = P.sig[P.rank];
   __threadfence();
-  if (atomicAdd(&sig->ll_arrived, 1u) == gridDim.x - 1) {
-    sig->ll_arrived = 0;
-    sig->ll_call = call + 1;
-  }
+  if (atomicAdd(&sig->ll_arrived, 1u) != gridDim.x - 1) return;
+  Deadline d;
+  for (int q = 0; wait_started && q < P.nranks; q++)
+    while (q != P.rank && (int32_t)(ld_acquire_sys(&sig->ll_started[q]) - (call + 1)) < 0)
+      if (d.expired(P)) return;
+  sig->ll_arrived = 0;
+  sig->ll_call = call + 1;
 }
 
 // The second half of both reducing kernels: pack k of this rank's n rows, reduced in rank order
@@ -193,7 +199,50 @@ __global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
   ll_finish(a.peers, c.call, failed);
 }
 
-// The reducing LL kernels take float32, float16 and bfloat16 (allgather_ll_kernel moves fp8 too):
+// Broadcast of root's a.count elements. Every rank first tells every other that it has started
+// this call (after its previous kernel: what that one read is reset). Direct: root writes each
+// pack into every other rank's area. Relay: root writes each run of 32 packs (a warp's 512 bytes)
+// into one owner's area, owners taking runs in turn; the owner writes it on to the others, so
+// root sends the data once and the others share forwarding it.
+__global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int relay) {
+  pdl_begin(a.pdl);
+  const int n = a.peers.nranks, me = a.peers.rank, root = a.root, es = (int)dtype_size(a.dtype);
+  const LLCall c(a.peers);
+  if (blockIdx.x == 0 && threadIdx.x < (unsigned)n && (int)threadIdx.x != me)
+    st_release_sys(&a.peers.sig[threadIdx.x]->ll_started[me], c.call + 1);
+  const size_t bytes = a.count * es, packs = (bytes + 15) / 16, G = grid_threads();
+  auto owner = [&](size_t k) { return (root + 1 + (int)((k >> 5) % (size_t)(n - 1))) % n; };
+  bool failed = false;
+  if (me == root) {
+    for (size_t k = global_thread(); k < packs; k += G) {
+      const uint4 w = load_unit((const char *)a.send, bytes, k);
+      if (a.send != a.recv) store_unit((char *)a.recv, bytes, k, w);
+      const uint4 x = ll_canonical(w, es);
+      if (relay) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
+      else
+        for (int i = 1; i < n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + k * 16) = x;
+    }
+  } else {
+    unsigned char *mine = a.peers.ll[me] + c.gen;
+    Deadline d;
+    for (size_t k = global_thread(); k < packs; k += G) {
+      uint4 v[GC_MAX_LOCAL_RANKS];
+      if (!ll_take(mine + k * 16, 0, 1, es, v, d, a.peers)) {
+        failed = true;
+        break;
+      }
+      if (relay && owner(k) == me)
+        for (int i = 1; i < n; i++) {
+          const int q = (me + i) % n;
+          if (q != root) *(uint4 *)(a.peers.ll[q] + c.gen + k * 16) = v[0];
+        }
+      store_unit((char *)a.recv, bytes, k, v[0]);
+    }
+  }
+  ll_finish(a.peers, c.call, failed, true);
+}
+
+// The reducing LL kernels take float32, float16 and bfloat16 (the all-gather and broadcast move fp8 too):
 // elements of at most 4 bytes, never seen half-written, whose all-ones pattern is a NaN.
 template <typename F>
 cudaError_t with_ll_types(int dtype, int op, F &&launch) {
@@ -224,4 +273,10 @@ extern "C" int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
   return cudaLaunchKernelEx(&cfg, gc::allgather_ll_kernel, *a);
+}
+
+extern "C" int gc_kernel_broadcast_ll(const gc_kargs_t *a, int relay, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_ll_kernel, *a, relay);
 }

@@ -347,6 +347,17 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
+  if (plan->algo == GC_ALGO_ONESHOT_LL) {
+    /* Barrier-free through the LL areas: any pointers (ll.cu); the dispatcher checked the size.
+     * On 3+ GPUs from GC_LL_RELAY_BYTES root's data goes through owners. */
+    gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+    a.root = root;
+    a.send = me == root ? send : NULL;
+    a.recv = recv;
+    a.count = count;
+    int relay = n > 2 && count * es >= comm->ll_relay_bytes;
+    return gc__launched(comm, gc_kernel_broadcast_ll(&a, relay, stream), "broadcast");
+  }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
@@ -408,13 +419,14 @@ typedef struct {
 } ptrs_t;
 
 /* What one LL generation must hold for a call whose largest part has part_bytes (n rows of
- * them), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8 in an all-gather;
- * no float64 output; no broadcast (ll.cu says why). */
+ * them; a broadcast one), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8
+ * where nothing is reduced; no float64 output. */
 static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtype_t out, size_t part_bytes) {
+  int reduces = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_REDUCESCATTER;
   int ok = dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ||
-           (coll == GC_COLL_ALLGATHER && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
-  if (!ok || out == GC_FLOAT64 || coll == GC_COLL_BROADCAST) return 0;
-  return (part_bytes + 15) / 16 * 16 * (size_t)comm->local_size;
+           (!reduces && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
+  if (!ok || out == GC_FLOAT64) return 0;
+  return (part_bytes + 15) / 16 * 16 * (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size);
 }
 
 static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,

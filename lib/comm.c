@@ -125,6 +125,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
+  comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {

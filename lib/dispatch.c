@@ -71,7 +71,8 @@ static const row_t rows[] = {
      * at 4 MB, 221.5 at 64 MB, 2981-3184 at 1 GB, against the pull kernels' 16.2, 33.7, 307.8 and
      * the copy engines' 4355.7 (bench/results/forced/bcast4_auto_owners_run8.txt, bcast4_ring.txt,
      * run4-before/broadcast-h200x4.txt). */
-    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    {GC_COLL_BROADCAST, 3, 8, 8 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
 };
 
@@ -127,9 +128,10 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (algo == GC_ALGO_ONESHOT_LL && (ll_bytes == 0 || ll_bytes > GC_LL_GEN_BYTES)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts) and all-gather "
-                     "(no broadcast) of float32, float16 or bfloat16 data (fp8 to gather), an output type other "
-                     "than float64, and calls whose n parts fit one LL generation of %zu bytes (this call %s)",
+                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts), all-gather and "
+                     "broadcast of float32, float16 or bfloat16 data (fp8 to gather or broadcast), an output type "
+                     "other than float64, and calls whose n parts (broadcast: one) fit one LL generation of %zu "
+                     "bytes (this call %s)",
                      (size_t)GC_LL_GEN_BYTES, ll_bytes ? "needs more" : "is none of those");
     algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
   }
@@ -142,8 +144,8 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
   plan->threads = ll ? GC_LL_THREADS : GC_KTHREADS;
-  /* LL threads take one pack of a part each (every row at that pack). */
-  size_t work = ll ? ll_bytes / (size_t)comm->local_size : bytes;
+  /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row). */
+  size_t work = ll && coll != GC_COLL_BROADCAST ? ll_bytes / (size_t)comm->local_size : bytes;
   plan->blocks = grid_for(work, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);

@@ -460,6 +460,51 @@ static void test_broadcast_push(void) {
 
 /* ---- barrier-free one-shot (oneshot_ll) ------------------------------------------------------- */
 
+/* LL broadcasts queued back to back from one root with no synchronisation, sizes changing
+ * between direct and relayed, an LL all-gather among them: the root needs nobody's data and
+ * would run ahead of its readers if it did not wait for every rank to start each call. */
+static int ll_broadcasts_queued(void) {
+  enum { QUEUED = 12 };
+  static const size_t qn[QUEUED] = {5, 200000, 4099, 131075, 1, 65537, 300001, 77, 262144, 9, 150000, 3};
+  const size_t slice = 300032;
+  const int root = gc_test_size - 1, me = gc_test_rank;
+  char *send = gc_test_alloc(QUEUED * slice * 2), *recv = gc_test_alloc(QUEUED * slice * 2);
+  char *part = gc_test_alloc(64), *gathered = gc_test_alloc(64 * (size_t)gc_test_size);
+  gc_test_fill(part, 32, GC_BFLOAT16, me, 1300);
+  for (int i = 0; i < QUEUED; i++) gc_test_fill(send + i * slice * 2, qn[i], GC_BFLOAT16, root, 1310 + i);
+  gc_test_poison(recv, QUEUED * slice * 2);
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT_LL;
+  int ok = 1;
+  for (int i = 0; i < QUEUED && ok; i++) {
+    ok = gc_broadcast_ex(me == root ? send + i * slice * 2 : NULL, recv + i * slice * 2, qn[i], GC_BFLOAT16, root,
+                         gc_test_comm, stream, &o) == GC_SUCCESS;
+    if (ok && i == QUEUED / 2)
+      ok = gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o) == GC_SUCCESS;
+  }
+  ok = finished(ok ? gc_synchronize(gc_test_comm, stream) : GC_ERR_INTERNAL, "LL broadcasts queued");
+  unsigned short *h = malloc(slice * 2), *want = malloc(slice * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+  for (int i = 0; i < QUEUED && ok; i++) {
+    gc_test_download(h, recv + i * slice * 2, qn[i] * 2);
+    for (size_t j = 0; j < qn[i]; j++) gc__store_double(want, j, GC_BFLOAT16, gc_test_input(GC_BFLOAT16, root, 1310 + i, j));
+    if (memcmp(h, want, qn[i] * 2) != 0) {
+      fprintf(stderr, "[rank %d] LL broadcast %d of %d queued (%zu elements): wrong data\n", me, i, QUEUED, qn[i]);
+      ok = 0;
+    }
+  }
+  free(h);
+  free(want);
+  gc_test_free(send);
+  gc_test_free(recv);
+  gc_test_free(part);
+  gc_test_free(gathered);
+  return gc_test_all(ok);
+}
+
 static void test_ll(void) {
   if (!gc_test_peer_gpus("LL collectives", 2)) return;
   mode_algo = GC_ALGO_ONESHOT_LL;
@@ -481,8 +526,20 @@ static void test_ll(void) {
   rs_case_t rows = {GC_FLOAT16, GC_DTYPE_SAME, GC_PROD, 1, 0, 37, 129, 1, 1.0, 0}; /* axis 0, uneven, in place */
   bad += !run_rs(&rows);
   bad += !run_ag(GC_FP8_E5M2, 4097, 1);
-  /* What LL cannot carry is refused by name: integers, column blocks, broadcasts (the root would
-   * run ahead of its readers), more than a generation. */
+  /* Broadcast: every root; direct below GC_LL_RELAY_BYTES (256 KB by default), through owners
+   * from there on 3+ GPUs (131075 bf16 is 262150 bytes: a last pack cut short); unaligned. */
+  for (int root = 0; root < gc_test_size; root++) {
+    bad += !run_bc(GC_BFLOAT16, 1021, root, root & 1);
+    bad += !run_bc(GC_FP8_E4M3, 65537, root, 0);
+    bad += !run_bc(GC_BFLOAT16, 131075, root, 0);
+    bad += !run_bc(GC_FLOAT32, 1000003, root, root & 1);
+    bc_offset = 2;
+    bad += !run_bc(GC_FLOAT16, 7777, root, 1);
+    bad += !run_bc(GC_FLOAT16, 300001, root, 0);
+    bc_offset = 0;
+  }
+  bad += !ll_broadcasts_queued();
+  /* What LL cannot carry is refused by name: integers, column blocks, more than a generation. */
   void *send = gc_test_alloc((size_t)16 << 20), *recv = gc_test_alloc((size_t)16 << 20);
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = GC_ALGO_ONESHOT_LL;
@@ -490,7 +547,10 @@ static void test_ll(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "float16"));
   CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 8, 8, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
                   GC_ERR_UNSUPPORTED);
-  CU_ASSERT_EQUAL(gc_broadcast_ex(send, recv, 1024, GC_FLOAT32, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_EQUAL(gc_broadcast_ex(send, recv, 1024, GC_INT64, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_EQUAL(gc_broadcast_ex(send, recv, (size_t)3 << 20, GC_FLOAT32, 0, gc_test_comm, NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "needs more"));
   CU_ASSERT_EQUAL(gc_allgather_ex(send, recv, (size_t)3 << 20, GC_FLOAT32, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   gc_test_free(send);
   gc_test_free(recv);

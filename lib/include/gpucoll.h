@@ -125,7 +125,7 @@ typedef enum gc_op {
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
   XX(MULTIMEM, "multimem", "NVLink multicast; off unless GC_MULTIMEM=1 and no kill switch set")  \
   XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; output from gc_mem_alloc")  \
-  XX(ONESHOT_LL, "oneshot_ll", "one-shot without barriers: a NaN sentinel marks data not yet written (all-reduce, reduce-scatter, all-gather; float32/16, bf16; fp8 gathered)")
+  XX(ONESHOT_LL, "oneshot_ll", "one-shot without barriers: a NaN sentinel marks data not yet written (float32/16, bf16; fp8 gathered or broadcast)")
 
 typedef enum gc_algo {
 #define GC__ALGO_ENUM(name, str, doc) GC_ALGO_##name,
