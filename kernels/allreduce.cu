@@ -193,12 +193,18 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   }
   if (!sync.barrier()) return;
 
-  // 3. our pub holds every slice; copy it to the output unless it is the output (local).
+  // 3. our pub holds every slice; copy it to the output unless it is the output (local). The
+  // barrier above is per block, so pack j of slice q is copied by the thread whose counterpart on
+  // rank q wrote it (thread j), never by another block (run 16 failed with all packs spread).
   if (a.pub[me] != a.recv)
-    for (size_t k = gt; k < packs; k += G) {
-      const size_t first = k * E;
-      put_bytes((unsigned char *)a.recv + first * os, (const unsigned char *)a.pub[me] + first * os,
-                min((size_t)E, a.count - first) * os);
+    for (int q = 0; q < n; q++) {
+      size_t q0, qn;
+      slice_of(packs, n, q, &q0, &qn);
+      for (size_t j = gt; j < qn; j += G) {
+        const size_t first = (q0 + j) * E;
+        put_bytes((unsigned char *)a.recv + first * os, (const unsigned char *)a.pub[me] + first * os,
+                  min((size_t)E, a.count - first) * os);
+      }
     }
   sync.done();
 }

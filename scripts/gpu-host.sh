@@ -78,14 +78,17 @@ for s in "${steps[@]}"; do
         grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
     ll)  # the forms that compete at small and middle sizes, each forced, on 4 and 2 GPUs (LLNP),
-         # entries COLL:ALGO:LAST_SIZE (LLRUNS replaces the list); then all-reduce auto beside NCCL
+         # entries COLL:ALGO:LAST_SIZE[:VAR=VALUE,...] (LLRUNS replaces the list); then all-reduce
+         # auto beside NCCL
       for np in ${LLNP:-4 2}; do
         for entry in ${LLRUNS:-allreduce:oneshot_ll:2M allreduce:oneshot:16M allreduce:twoshot_push:64M
                       allreduce:twoshot:64M reducescatter:oneshot_ll:1M reducescatter:oneshot:1M
                       allgather:oneshot_ll:1M allgather:oneshot:1M broadcast:oneshot_ll:1M broadcast:oneshot:1M}; do
-          IFS=: read -r coll algo e <<< "$entry"
-          name=ll${np}_${coll}_$algo
-          step "$name" 60 $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
+          IFS=: read -r coll algo e vars <<< "$entry"
+          envs=()
+          for v in ${vars//,/ }; do envs+=("$v"); done
+          name=ll${np}_${coll}_$algo${vars:+_$(echo "$vars" | tr ',=' '__')}
+          step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
           grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-36s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
         done
         step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
