@@ -329,6 +329,9 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   return GC_SUCCESS;
 }
 
+/* The bytes of one LL broadcast launch: a whole generation, a multiple of 16. */
+static size_t ll_chunk_bytes(void) { return GC_LL_GEN_BYTES & ~(size_t)15; }
+
 /* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
  * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16: owners 15.4 us at
  * 1 MB and 221.5 us at 64 MB against the ring's 18.4 and 234.7; the ring 783.7 us at 256 MB and
@@ -348,15 +351,20 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_ONESHOT_LL) {
-    /* Barrier-free through the LL areas: any pointers (ll.cu); the dispatcher checked the size.
-     * On 3+ GPUs from GC_LL_RELAY_BYTES root's data goes through owners. */
+    /* Barrier-free through the LL areas: any pointers (ll.cu). More than one generation goes as
+     * one LL broadcast per generation-sized chunk, each its own LL call. On 3+ GPUs from
+     * GC_LL_RELAY_BYTES root's data goes through owners. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
     a.root = root;
-    a.send = me == root ? send : NULL;
-    a.recv = recv;
-    a.count = count;
     int relay = n > 2 && count * es >= comm->ll_relay_bytes;
-    return gc__launched(comm, gc_kernel_broadcast_ll(&a, relay, stream), "broadcast");
+    size_t chunk = ll_chunk_bytes() / es;
+    for (size_t c0 = 0; c0 < count; c0 += chunk) {
+      a.send = me == root ? (const char *)send + c0 * es : NULL;
+      a.recv = (char *)recv + c0 * es;
+      a.count = count - c0 < chunk ? count - c0 : chunk;
+      GC_CHECK(gc__launched(comm, gc_kernel_broadcast_ll(&a, relay, stream), "broadcast"));
+    }
+    return GC_SUCCESS;
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
@@ -419,14 +427,16 @@ typedef struct {
 } ptrs_t;
 
 /* What one LL generation must hold for a call whose largest part has part_bytes (n rows of
- * them; a broadcast one), or 0 when LL cannot carry it: ll.cu moves float32/16 and bf16, and fp8
- * where nothing is reduced; no float64 output. */
+ * them; a broadcast one, of at most a generation: it goes in chunks), or 0 when LL cannot carry
+ * it: ll.cu moves float32/16 and bf16, and fp8 where nothing is reduced; no float64 output. */
 static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtype_t out, size_t part_bytes) {
   int reduces = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_REDUCESCATTER;
   int ok = dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ||
            (!reduces && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
   if (!ok || out == GC_FLOAT64) return 0;
-  return (part_bytes + 15) / 16 * 16 * (coll == GC_COLL_BROADCAST ? 1 : (size_t)comm->local_size);
+  size_t row = (part_bytes + 15) / 16 * 16;
+  if (coll == GC_COLL_BROADCAST) return row < ll_chunk_bytes() ? row : ll_chunk_bytes();
+  return row * (size_t)comm->local_size;
 }
 
 static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,

@@ -130,8 +130,8 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
                      "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts), all-gather and "
                      "broadcast of float32, float16 or bfloat16 data (fp8 to gather or broadcast), an output type "
-                     "other than float64, and calls whose n parts (broadcast: one) fit one LL generation of %zu "
-                     "bytes (this call %s)",
+                     "other than float64, and calls whose n parts fit one LL generation of %zu bytes (a "
+                     "broadcast goes in chunks of one; this call %s)",
                      (size_t)GC_LL_GEN_BYTES, ll_bytes ? "needs more" : "is none of those");
     algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
   }

@@ -27,7 +27,7 @@
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the broadcast by writes (0 = by size)")  \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
-  XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "262144", "LL broadcast on 3+ GPUs: through owners from this size") \
+  XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
 

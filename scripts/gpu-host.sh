@@ -2,7 +2,7 @@
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
 # usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 suite4 suite2 tests8 p2p bench algos ll
-#        blocks probe benchfull lua python
+#        blocks probe benchfull lua python (environment knobs: see each step)
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,6 +35,8 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
   return 0
 }
 
+suites=()   # SUITES="a b": suite4 and suite2 run only these
+for s in ${SUITES:-}; do suites+=(--suite "$s"); done
 steps=("$@")
 [ $# -eq 0 ] && steps=(build tests bench)
 for s in "${steps[@]}"; do
@@ -52,8 +54,8 @@ for s in "${steps[@]}"; do
     tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
-    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu ;;
-    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu ;;
+    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
+    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
     tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
     bench)
       for c in allreduce reducescatter allgather broadcast; do
@@ -78,8 +80,8 @@ for s in "${steps[@]}"; do
         grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
       done ;;
     ll)  # the forms that compete at small and middle sizes, each forced, on 4 and 2 GPUs (LLNP),
-         # entries COLL:ALGO:LAST_SIZE[:VAR=VALUE,...] (LLRUNS replaces the list); then all-reduce
-         # auto beside NCCL
+         # entries COLL:ALGO:LAST_SIZE[:VAR=VALUE,...] (LLRUNS replaces the list; sizes from LLB by
+         # factors of LLF); then all-reduce auto beside NCCL (LLAUTO=0: not)
       for np in ${LLNP:-4 2}; do
         for entry in ${LLRUNS:-allreduce:oneshot_ll:2M allreduce:oneshot:16M allreduce:twoshot_push:64M
                       allreduce:twoshot:64M reducescatter:oneshot_ll:1M reducescatter:oneshot:1M
@@ -88,11 +90,11 @@ for s in "${steps[@]}"; do
           envs=()
           for v in ${vars//,/ }; do envs+=("$v"); done
           name=ll${np}_${coll}_$algo${vars:+_$(echo "$vars" | tr ',=' '__')}
-          step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b 1K -e $e -f 4 -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
+          step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b ${LLB:-1K} -e $e -f ${LLF:-4} -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
           grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-36s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
         done
-        step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
-        grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12
+        [ "${LLAUTO:-1}" = 0 ] || step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
+        [ "${LLAUTO:-1}" = 0 ] || grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;
