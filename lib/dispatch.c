@@ -64,15 +64,26 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 54.6 vs 60.7 us; 64 MB: 190.0 vs 200.4 */
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},       /* one copy: 256 MB 723.7 us, 371 GB/s */
-    /* 4 GPUs, bf16: by writes (owners up to 64 MB, then the ring; coll.c) 15.4 us at 1 MB, 31.7
-     * at 4 MB, 221.5 at 64 MB, 2981-3184 at 1 GB, against the pull kernels' 16.2, 33.7, 307.8 and
-     * the copy engines' 4355.7 (bench/results/forced/bcast4_auto_owners_run8.txt, bcast4_ring.txt,
-     * run4-before/broadcast-h200x4.txt). */
+    /* Broadcast, us (run 17, forced, 1 KB - 4 MB: bench/results/forced/bcast{4,2}_*_run17.txt; run
+     * 18, 1 MB - 256 MB: forced/bcast{4,2}_*_run18.txt). 2 GPUs: the push one-shot 2.97 / 3.18 at
+     * 1 / 16 KB against LL's 3.23 / 3.33; LL 3.45 / 3.85 / 5.95 / 14.74 / 52.81 at 64 KB / 256 KB /
+     * 1 / 4 / 16 MB against the one-shot's 3.90 / 4.73 / 10.41 / 20.65 and the by-writes kernel's
+     * 54.46 at 16 MB; by writes 100.4 / 189.6 at 32 / 64 MB against LL's 105.7 / 211.4; one copy
+     * engine copy 721.4 at 256 MB against 733.1. */
+    {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
+    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
+     * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
+     * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
+     * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB; by writes (owners to 64
+     * MB, then the ring; coll.c) 221.7 / 783.1 at 64 / 256 MB against LL's 238.8 / 949.9 and the copy
+     * engines' 338.9 / 1127.8. */
+    {GC_COLL_BROADCAST, 3, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE},
     {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_BROADCAST, 3, 8, 8 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_BROADCAST, 3, 8, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
 };
 
