@@ -147,17 +147,18 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
     algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
   }
   int ll = algo == GC_ALGO_ONESHOT_LL;
-  /* LL: one pack per thread, up to four small blocks per SM (all resident: they wait on peers). */
+  /* LL: one pack per thread, small blocks, up to 512 threads per SM (all resident: they wait on
+   * peers). */
   int sms = comm->sm_count > 0 ? comm->sm_count : 132;
-  int cap = ll ? 4 * sms : row ? row->max_blocks : 132;
+  int cap = ll ? sms * (512 / comm->ll_threads) : row ? row->max_blocks : 132;
   if (!ll && cap > sms) cap = sms;
   if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
-  plan->threads = ll ? GC_LL_THREADS : GC_KTHREADS;
+  plan->threads = ll ? comm->ll_threads : GC_KTHREADS;
   /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row). */
   size_t work = ll && coll != GC_COLL_BROADCAST ? ll_bytes / (size_t)comm->local_size : bytes;
-  plan->blocks = grid_for(work, cap, ll ? GC_LL_THREADS : 2 * GC_KTHREADS);
+  plan->blocks = grid_for(work, cap, ll ? (size_t)comm->ll_threads : 2 * GC_KTHREADS);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
            gc_algo_name(algo), plan->blocks);
   return GC_SUCCESS;

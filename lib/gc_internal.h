@@ -28,6 +28,7 @@
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the broadcast by writes (0 = by size)")  \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
+  XX(LL_THREADS, "GC_LL_THREADS", "64", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
 
@@ -164,6 +165,7 @@ struct gc_comm {
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
+  int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
