@@ -28,7 +28,7 @@
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the broadcast by writes (0 = by size)")  \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
-  XX(LL_THREADS, "GC_LL_THREADS", "64", "threads per block of the LL kernels (32-512, rounded to 32)") \
+  XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
 
