@@ -39,14 +39,11 @@ struct ReduceTypes {
 
 // Calls launch(ReduceTypes<T, A, OPK>{}) for a run-time dtype and op: the one place where the
 // reducible dtypes become template instantiations.
+#define GC_REDUCE_TYPES_CASE(code, T, A) \
+  case code: return op == GC_SUM ? launch(ReduceTypes<T, A, OPK_SUM>{}) : launch(ReduceTypes<T, A, OPK_ANY>{});
 template <typename F>
 cudaError_t with_reduce_types(int dtype, int op, F &&launch) {
-  switch (dtype) {
-#define GC__CASE(code, T, A) \
-  case code: return op == GC_SUM ? launch(ReduceTypes<T, A, OPK_SUM>{}) : launch(ReduceTypes<T, A, OPK_ANY>{});
-    GC_REDUCE_DTYPES(GC__CASE)
-#undef GC__CASE
-  }
+  switch (dtype) { GC_REDUCE_DTYPES(GC_REDUCE_TYPES_CASE) }
   return cudaErrorInvalidValue;
 }
 

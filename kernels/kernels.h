@@ -33,7 +33,7 @@ typedef struct gc_ksignals {
  * GC_LL_GEN_BYTES, all-ones (a NaN in every float type) wherever nothing has arrived. A call uses
  * generation ll_call % GC_LL_GENS; its reader writes all-ones back over what it read. */
 #define GC_LL_GENS 3
-#define GC_LL_GEN_BYTES (((size_t)8 << 20) + 4096)
+#define GC_LL_GEN_BYTES (((size_t)8 << 20) + 4096) /* a multiple of 16: an LL broadcast's chunk */
 #define GC_LL_BYTES ((size_t)GC_LL_GENS * GC_LL_GEN_BYTES)
 
 /* The push area of one rank, for small all-reduces: peers write their input straight into it

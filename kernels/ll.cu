@@ -102,9 +102,11 @@ __device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, b
   __threadfence();
   if (atomicAdd(&sig->ll_arrived, 1u) != gridDim.x - 1) return;
   Deadline d;
-  for (int q = 0; wait_started && q < P.nranks; q++)
-    while (q != P.rank && (int32_t)(ld_acquire_sys(&sig->ll_started[q]) - (call + 1)) < 0)
+  for (int q = 0; wait_started && q < P.nranks; q++) {
+    if (q == P.rank) continue;
+    while ((int32_t)(ld_acquire_sys(&sig->ll_started[q]) - (call + 1)) < 0)
       if (d.expired(P)) return;
+  }
   sig->ll_arrived = 0;
   sig->ll_call = call + 1;
 }
@@ -247,12 +249,9 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
 template <typename F>
 cudaError_t with_ll_types(int dtype, int op, F &&launch) {
   switch (dtype) {
-#define GC__CASE(code, T, A) \
-  case code: return op == GC_SUM ? launch(ReduceTypes<T, A, OPK_SUM>{}) : launch(ReduceTypes<T, A, OPK_ANY>{});
-    GC__CASE(GC_FLOAT32, float, float)
-    GC__CASE(GC_FLOAT16, __half, float)
-    GC__CASE(GC_BFLOAT16, __nv_bfloat16, float)
-#undef GC__CASE
+    GC_REDUCE_TYPES_CASE(GC_FLOAT32, float, float)
+    GC_REDUCE_TYPES_CASE(GC_FLOAT16, __half, float)
+    GC_REDUCE_TYPES_CASE(GC_BFLOAT16, __nv_bfloat16, float)
   }
   return cudaErrorInvalidValue;
 }

@@ -215,8 +215,6 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   size_t total = sp->rows * sp->cols;
-  void *sym_in[GC_MAX_LOCAL_RANKS];
-  int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   if (plan->algo == GC_ALGO_ONESHOT_LL) { /* contiguous parts (the dispatcher checked) */
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
@@ -224,6 +222,8 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     a.recv = recv;
     return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
   }
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE)
@@ -289,6 +289,11 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
                                  const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype);
+  gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_allgather_ll(&a, stream), "all-gather");
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero;
   if (send == (const char *)recv + me * count * es) {
@@ -299,20 +304,13 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
   }
   size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
-  gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
     GC_CHECK(usable_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
-  if (plan->algo == GC_ALGO_ONESHOT_LL || count * es <= GC_PUSH_MAX_BYTES) {
-    a.send = send;
-    a.recv = recv;
-    a.count = count;
-    if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_allgather_ll(&a, stream), "all-gather");
-    return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
-  }
+  if (count * es <= GC_PUSH_MAX_BYTES) return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
     size_t cn = count - c0 < chunk ? count - c0 : chunk;
     for (int r = 0; r < n; r++) {
@@ -329,9 +327,6 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   return GC_SUCCESS;
 }
 
-/* The bytes of one LL broadcast launch: a whole generation, a multiple of 16. */
-static size_t ll_chunk_bytes(void) { return GC_LL_GEN_BYTES & ~(size_t)15; }
-
 /* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
  * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16: owners 15.4 us at
  * 1 MB and 221.5 us at 64 MB against the ring's 18.4 and 234.7; the ring 783.7 us at 256 MB and
@@ -346,10 +341,6 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
                                  int root, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
   size_t es = gc_dtype_size(dtype);
-  void *sym[GC_MAX_LOCAL_RANKS];
-  /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
-   * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
-  int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_ONESHOT_LL) {
     /* Barrier-free through the LL areas: any pointers (ll.cu). More than one generation goes as
      * one LL broadcast per generation-sized chunk, each its own LL call. On 3+ GPUs from
@@ -357,7 +348,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
     a.root = root;
     int relay = n > 2 && count * es >= comm->ll_relay_bytes;
-    size_t chunk = ll_chunk_bytes() / es;
+    size_t chunk = GC_LL_GEN_BYTES / es;
     for (size_t c0 = 0; c0 < count; c0 += chunk) {
       a.send = me == root ? (const char *)send + c0 * es : NULL;
       a.recv = (char *)recv + c0 * es;
@@ -366,6 +357,10 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
     }
     return GC_SUCCESS;
   }
+  void *sym[GC_MAX_LOCAL_RANKS];
+  /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
+   * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
+  int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
@@ -435,7 +430,7 @@ static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtyp
            (!reduces && (dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2));
   if (!ok || out == GC_FLOAT64) return 0;
   size_t row = (part_bytes + 15) / 16 * 16;
-  if (coll == GC_COLL_BROADCAST) return row < ll_chunk_bytes() ? row : ll_chunk_bytes();
+  if (coll == GC_COLL_BROADCAST) return row < GC_LL_GEN_BYTES ? row : GC_LL_GEN_BYTES;
   return row * (size_t)comm->local_size;
 }
 
