@@ -36,16 +36,6 @@
 /* Byte written over outputs before a checked call: NaN in every float type, and outside the
  * range of every integer result the pattern can produce (0x7F7F7F7F, 127 for uint8). */
 #define POISON_BYTE 0x7F
-
-/* Every MPI call is checked: a failure ends the whole job with the call's name. */
-#define MPI_OK(call)                                                                   \
-  do {                                                                                 \
-    int mpi_e_ = (call);                                                               \
-    if (mpi_e_ != MPI_SUCCESS) {                                                       \
-      fprintf(stderr, "gpucoll-bench: %s failed (MPI error %d)\n", #call, mpi_e_);     \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                    \
-    }                                                                                  \
-  } while (0)
 /* Host chunk the poison is copied from. */
 #define POISON_CHUNK (16ull << 20)
 
@@ -126,6 +116,13 @@ static void die(const char *fmt, ...) {
           gc_comm_last_error((b)->comm));                                                       \
   } while (0)
 
+/* Every MPI call is checked: a failure ends the whole job with the call's name. */
+#define MPI_OK(call)                                                                            \
+  do {                                                                                          \
+    int mpi_e_ = (call);                                                                        \
+    if (mpi_e_ != MPI_SUCCESS) die("%s failed (MPI error %d)", #call, mpi_e_);                  \
+  } while (0)
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpucoll-bench [COLL] [options]   (run under mpirun, one rank per GPU)\n"
@@ -195,10 +192,6 @@ static int parse_coll(const char *s, gcb_coll_t *out) {
 }
 
 static int parse_dtype(const char *s, gc_dtype_t *out) {
-  static const struct { const char *alias, *name; } aliases[] = {
-      {"fp8e4m3", "fp8_e4m3"}, {"fp8e5m2", "fp8_e5m2"}}; /* gc_dtype_from_name knows the rest */
-  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-    if (!strcmp(s, aliases[i].alias)) s = aliases[i].name;
   return gc_dtype_from_name(s, out) != GC_SUCCESS;
 }
 

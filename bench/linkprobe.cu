@@ -23,6 +23,7 @@
   } while (0)
 
 constexpr int kMaxGpus = 8;
+constexpr int kThreads = 512;  // threads per block of every kernel launch
 
 struct Peers {
   uint4 *remote[kMaxGpus];  // one region per peer, on that peer
@@ -33,7 +34,7 @@ struct Peers {
 // WRITE = false: local[p] <- remote[p]; true: remote[p] <- local[p]. SPLIT: block b serves peer
 // b % count only; else every thread moves U units of every peer per step.
 template <int U, bool WRITE, bool SPLIT>
-__global__ void __launch_bounds__(512) move(Peers P, size_t units) {
+__global__ void __launch_bounds__(kThreads) move(Peers P, size_t units) {
   if (SPLIT) {
     const int p = blockIdx.x % P.count, lanes = gridDim.x / P.count;
     if (blockIdx.x >= lanes * P.count) return;
@@ -99,19 +100,34 @@ static int peers_of(int d, bool ring, int *out) {
 // Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
 static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll, int blocks, int iters,
                          int *npeers) {
+  // What each GPU moves is the same in every iteration: built once, before the timed launches.
+  int list[kMaxGpus][kMaxGpus];
+  Peers P[kMaxGpus];
+  for (int d = 0; d < ngpu; d++) {
+    const int c = peers_of(d, ring, list[d]);
+    *npeers = c;
+    P[d].count = c;
+    for (int i = 0; i < c; i++) {
+      const int p = list[d][i];
+      // reads: our region p <- peer p's region d; writes: peer p's region d <- our region p
+      P[d].remote[i] = write ? (uint4 *)((char *)gpus[p].dst + d * region_bytes)
+                             : (uint4 *)((char *)gpus[p].src + d * region_bytes);
+      P[d].local[i] = write ? (uint4 *)((char *)gpus[d].src + p * region_bytes)
+                            : (uint4 *)((char *)gpus[d].dst + p * region_bytes);
+    }
+  }
+  const kernel_t k = unroll == 1 ? pick<1>(write, split) : unroll == 2 ? pick<2>(write, split) : pick<4>(write, split);
   float best = 1e30f;
   for (int it = -1; it < iters; it++) {  // it = -1: warm-up
     for (int d = 0; d < ngpu; d++) {
       CHECK(cudaSetDevice(d));
       Gpu &g = gpus[d];
       CHECK(cudaEventRecord(g.start, g.stream[0]));
-      int list[kMaxGpus];
-      int c = peers_of(d, ring, list);
-      *npeers = c;
+      const int c = P[d].count;
       if (ce) {
         for (int i = 1; i < c; i++) CHECK(cudaStreamWaitEvent(g.stream[i], g.start, 0));
         for (int i = 0; i < c; i++) {
-          int p = list[i];
+          int p = list[d][i];
           CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes, p, (char *)g.src + p * region_bytes, d,
                                     region_bytes, g.stream[i]));
         }
@@ -120,17 +136,7 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
           CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[i], 0));
         }
       } else {
-        Peers P;
-        P.count = c;
-        for (int i = 0; i < c; i++) {
-          int p = list[i];
-          // reads: our region p <- peer p's region d; writes: peer p's region d <- our region p
-          P.remote[i] = write ? (uint4 *)((char *)gpus[p].dst + d * region_bytes)
-                              : (uint4 *)((char *)gpus[p].src + d * region_bytes);
-          P.local[i] = write ? (uint4 *)((char *)g.src + p * region_bytes) : (uint4 *)((char *)g.dst + p * region_bytes);
-        }
-        kernel_t k = unroll == 1 ? pick<1>(write, split) : unroll == 2 ? pick<2>(write, split) : pick<4>(write, split);
-        k<<<blocks, 512, 0, g.stream[0]>>>(P, region_bytes / 16);
+        k<<<blocks, kThreads, 0, g.stream[0]>>>(P[d], region_bytes / 16);
         CHECK(cudaGetLastError());
       }
       CHECK(cudaEventRecord(g.stop, g.stream[0]));
@@ -198,12 +204,14 @@ int main(int argc, char **argv) {
       {"read-ring", false, true, false, false},             {"write-ring", false, true, true, false},
       {"ce-all", true, false, true, false},                 {"ce-ring", true, true, true, false},
   };
-  const int block_list[] = {16, 32, 64, 132, 264};
+  static constexpr int block_list[] = {16, 32, 64, 132, 264};
+  constexpr int nblock_list = (int)(sizeof block_list / sizeof block_list[0]);
+  // A split grid needs a block per peer (kMaxGpus - 1 at most); the smallest count has them.
+  static_assert(block_list[0] >= kMaxGpus - 1, "split patterns need a block per peer");
   for (auto &pt : pats) {
-    for (int bi = 0; bi < (pt.ce ? 1 : 5); bi++) {
+    for (int bi = 0; bi < (pt.ce ? 1 : nblock_list); bi++) {
       for (int unroll = 1; unroll <= (pt.ce ? 1 : 4); unroll *= 2) {
         int blocks = block_list[bi], np = 0;
-        if (pt.split && blocks < ngpu - 1) continue;
         float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, unroll, blocks, iters, &np);
         double gbs = (double)np * region_bytes / (ms * 1e-3) / 1e9;
         printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, pt.ce ? 0 : blocks, unroll, ms, gbs);

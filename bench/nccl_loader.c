@@ -144,9 +144,9 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
 
 /* Every rank learns whether all ranks succeeded; a failing rank's message is not lost on the
  * others: they say which rank failed. */
-static int agree(MPI_Comm comm, int ok, char *err, size_t errlen, const char *stage) {
-  int rank = -1, all_ok = 0, first_bad = -1;
-  if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+static int agree(MPI_Comm comm, int rank, int ok, char *err, size_t errlen, const char *stage) {
+  int all_ok = 0, first_bad = -1;
+  if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
     set_err(err, errlen, "MPI_Allreduce failed while agreeing on %s", stage);
     return 0;
   }
@@ -191,7 +191,7 @@ int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t
       ok = 0;
     }
   }
-  if (!agree(comm, ok, err, errlen, "load")) goto fail_destroy;
+  if (!agree(comm, rank, ok, err, errlen, "load")) goto fail_destroy;
 
   /* Rank 0 makes the id; its status travels with it so no rank waits on a missing id. */
   struct {
@@ -218,7 +218,7 @@ int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t
     n->comm = NULL;
     set_err(err, errlen, "ncclCommInitRank failed: %s", nccl_err(n, r));
   }
-  if (!agree(comm, ok, err, errlen, "communicator init")) goto fail_destroy;
+  if (!agree(comm, rank, ok, err, errlen, "communicator init")) goto fail_destroy;
   *out = n;
   return 0;
 

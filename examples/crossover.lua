@@ -26,7 +26,7 @@ local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:64M" or "1K:1M"))
 local coll, dtype = opts.coll, opts.dtype
 -- copyengine needs symmetric buffers except in reduce-scatter, and these are not symmetric.
-local gpu_algos = coll == "reducescatter" and "oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,auto" or "oneshot,oneshot_ll,twoshot,twoshot_push,auto"
+local gpu_algos = "oneshot,oneshot_ll,twoshot,twoshot_push" .. (coll == "reducescatter" and ",copyengine" or "") .. ",auto"
 local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and gpu_algos or "auto,mpi"))
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
 local graph = on_gpu and util.truthy(opts.graph)

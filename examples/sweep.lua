@@ -27,6 +27,12 @@ local where = on_gpu and "device" or "host" -- "device": symmetric (gc_mem_alloc
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
 local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,mpi" or "auto,mpi"))
 local colls, dtype = util.list(opts.colls), opts.dtype
+-- On GPUs, gc_mem_alloc buffers (comm:symmetric): the kernels use them in place and the
+-- copy-engine path writes into them; both are freed collectively as their block ends.
+local function buffer(count)
+  if where == "device" then return comm:symmetric(count, dtype) end
+  return comm:buffer(count, dtype, where)
+end
 local iters, warmup = tonumber(opts.iters), tonumber(opts.warmup)
 local graph = on_gpu and util.truthy(opts.graph)
 local check = util.truthy(opts.check)
@@ -56,12 +62,6 @@ for ci, coll in ipairs(colls) do
     gpucoll.progress(step, steps, coll .. " " .. util.human(size))
     local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype)
     if count > 0 then
-      -- On GPUs, gc_mem_alloc buffers (comm:symmetric): the kernels use them in place and the
-      -- copy-engine path writes into them; both are freed collectively as the block ends.
-      local function buffer(count)
-        if where == "device" then return comm:symmetric(count, dtype) end
-        return comm:buffer(count, dtype, where)
-      end
       local send <close> = assert(buffer(nsend))
       local recv <close> = assert(buffer(nrecv))
       local seeds = {}

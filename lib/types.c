@@ -77,7 +77,8 @@ static int lookup(const char *name, const char *const *names, int n,
 static const char *const dtype_aliases[][2] = {
     {"float", "float32"}, {"fp32", "float32"}, {"half", "float16"},  {"fp16", "float16"},
     {"bf16", "bfloat16"}, {"double", "float64"}, {"fp64", "float64"}, {"int", "int32"},
-    {"e4m3", "fp8_e4m3"}, {"e5m2", "fp8_e5m2"}, {NULL, NULL}};
+    {"e4m3", "fp8_e4m3"}, {"e5m2", "fp8_e5m2"}, {"fp8e4m3", "fp8_e4m3"}, {"fp8e5m2", "fp8_e5m2"},
+    {NULL, NULL}};
 
 gc_result_t gc_dtype_from_name(const char *name, gc_dtype_t *out) {
   if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_dtype_from_name: NULL argument");

@@ -37,6 +37,21 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
 
 suites=()   # SUITES="a b": suite4 and suite2 run only these
 for s in ${SUITES:-}; do suites+=(--suite "$s"); done
+# forced PREFIX NP COLL ALGO VARS BENCH_ARGS...: gpucoll-bench with one algorithm on NP GPUs, log
+# and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N).
+forced() {
+  local prefix=$1 np=$2 coll=$3 algo=$4 vars=$5
+  shift 5
+  local envs=() extra=() v name
+  for v in ${vars//,/ }; do
+    case $v in M=*) extra+=(-m "${v#M=}") ;; *) envs+=("$v") ;; esac
+  done
+  name=${prefix}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
+  step "$name" 60 env "${envs[@]}" $mpirun -np "$np" "$build/bench/gpucoll-bench" "$coll" -a "$algo" "${extra[@]}" \
+    -G 1 -d bfloat16 -c 1 "$@" --csv "$logs/$name.csv"
+  grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+}
+
 steps=("$@")
 [ $# -eq 0 ] && steps=(build tests bench)
 for s in "${steps[@]}"; do
@@ -71,13 +86,7 @@ for s in "${steps[@]}"; do
         2:allgather:oneshot 2:allgather:copyengine 2:broadcast:oneshot 2:broadcast:copyengine"
       for entry in ${ALGOS:-$default_algos}; do
         IFS=: read -r np coll algo vars <<< "$entry"
-        envs=() extra=()
-        for v in ${vars//,/ }; do
-          case $v in M=*) extra+=(-m "${v#M=}") ;; *) envs+=("$v") ;; esac
-        done
-        name=algo${np}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
-        step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo "${extra[@]}" -G 1 -d bfloat16 -b 1M -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
-        grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+        forced algo$np "$np" "$coll" "$algo" "$vars" -b 1M -e 1G -f 4 -n 20 -w 5
       done ;;
     ll)  # the forms that compete at small and middle sizes, each forced, on 4 and 2 GPUs (LLNP),
          # entries COLL:ALGO:LAST_SIZE[:VAR=VALUE,...] (LLRUNS replaces the list; sizes from LLB by
@@ -87,14 +96,12 @@ for s in "${steps[@]}"; do
                       allreduce:twoshot:64M reducescatter:oneshot_ll:1M reducescatter:oneshot:1M
                       allgather:oneshot_ll:1M allgather:oneshot:1M broadcast:oneshot_ll:1M broadcast:oneshot:1M}; do
           IFS=: read -r coll algo e vars <<< "$entry"
-          envs=()
-          for v in ${vars//,/ }; do envs+=("$v"); done
-          name=ll${np}_${coll}_$algo${vars:+_$(echo "$vars" | tr ',=' '__')}
-          step "$name" 60 env "${envs[@]}" $mpirun -np $np "$build/bench/gpucoll-bench" $coll -a $algo -G 1 -d bfloat16 -b ${LLB:-1K} -e $e -f ${LLF:-4} -n 50 -w 10 -c 1 --csv "$logs/$name.csv"
-          grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-36s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
+          forced ll$np "$np" "$coll" "$algo" "$vars" -b "${LLB:-1K}" -e "$e" -f "${LLF:-4}" -n 50 -w 10
         done
-        [ "${LLAUTO:-1}" = 0 ] || step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
-        [ "${LLAUTO:-1}" = 0 ] || grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12
+        if [ "${LLAUTO:-1}" != 0 ]; then
+          step ll${np}_auto 90 $mpirun -np $np "$build/bench/gpucoll-bench" allreduce --vs nccl -G 1 -d bfloat16 -b 1K -e 64M -f 4 -n 50 -w 10 -c 1 --csv "$logs/ll${np}_auto.csv"
+          grep -vE "^#( |$)" "$logs/ll${np}_auto.log" | tail -12
+        fi
       done ;;
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;

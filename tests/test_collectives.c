@@ -51,6 +51,11 @@ static int finished(gc_result_t r, const char *what) {
   return r == GC_SUCCESS;
 }
 
+/* What gc_test_fill(buf, count, dt, rank, salt) wrote, built on the host in `want`. */
+static void expected_input(void *want, gc_dtype_t dt, int rank, int salt, size_t count) {
+  for (size_t j = 0; j < count; j++) gc__store_double(want, j, dt, gc_test_input(dt, rank, salt, j));
+}
+
 /* ---- reduce-scatter ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -278,9 +283,7 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   char *host = malloc(total * es + GUARD), *want = malloc(total * es + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-  for (int rr = 0; rr < n; rr++)
-    for (size_t i = 0; i < count; i++)
-      gc__store_double(want, (size_t)rr * count + i, dt, gc_test_input(dt, rr, salt, i));
+  for (int rr = 0; rr < n; rr++) expected_input(want + (size_t)rr * count * es, dt, rr, salt, count);
   if (ok) ok = fetch_checked(host, recv, total * es, 1, what);
   if (ok && memcmp(host, want, total * es) != 0) {
     size_t i = 0;
@@ -331,7 +334,7 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   char *host = malloc(count * es + GUARD), *want = malloc(count * es + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-  for (size_t i = 0; i < count; i++) gc__store_double(want, i, dt, gc_test_input(dt, root, salt, i));
+  expected_input(want, dt, root, salt, count);
   if (ok) ok = fetch_checked(host, recv, count * es, 1, what);
   if (ok && memcmp(host, want, count * es) != 0) {
     fprintf(stderr, "[rank %d] %s: wrong data\n", me, what);
@@ -477,20 +480,20 @@ static int ll_broadcasts_queued(void) {
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = GC_ALGO_ONESHOT_LL;
-  int ok = 1;
-  for (int i = 0; i < QUEUED && ok; i++) {
-    ok = gc_broadcast_ex(me == root ? send + i * slice * 2 : NULL, recv + i * slice * 2, qn[i], GC_BFLOAT16, root,
-                         gc_test_comm, stream, &o) == GC_SUCCESS;
-    if (ok && i == QUEUED / 2)
-      ok = gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o) == GC_SUCCESS;
+  gc_result_t r = GC_SUCCESS;
+  for (int i = 0; i < QUEUED && r == GC_SUCCESS; i++) {
+    r = gc_broadcast_ex(me == root ? send + i * slice * 2 : NULL, recv + i * slice * 2, qn[i], GC_BFLOAT16, root,
+                        gc_test_comm, stream, &o);
+    if (r == GC_SUCCESS && i == QUEUED / 2)
+      r = gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o);
   }
-  ok = finished(ok ? gc_synchronize(gc_test_comm, stream) : GC_ERR_INTERNAL, "LL broadcasts queued");
+  int ok = finished(r == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : r, "LL broadcasts queued");
   unsigned short *h = malloc(slice * 2), *want = malloc(slice * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
   for (int i = 0; i < QUEUED && ok; i++) {
     gc_test_download(h, recv + i * slice * 2, qn[i] * 2);
-    for (size_t j = 0; j < qn[i]; j++) gc__store_double(want, j, GC_BFLOAT16, gc_test_input(GC_BFLOAT16, root, 1310 + i, j));
+    expected_input(want, GC_BFLOAT16, root, 1310 + i, qn[i]);
     if (memcmp(h, want, qn[i] * 2) != 0) {
       fprintf(stderr, "[rank %d] LL broadcast %d of %d queued (%zu elements): wrong data\n", me, i, QUEUED, qn[i]);
       ok = 0;
@@ -511,7 +514,7 @@ static void test_ll(void) {
   int bad = 0;
   static const gc_dtype_t floats[] = {GC_FLOAT32, GC_FLOAT16, GC_BFLOAT16};
   static const size_t counts[] = {1, 3, 1021, 65537};
-  for (size_t d = 0; d < 3; d++)
+  for (size_t d = 0; d < sizeof floats / sizeof floats[0]; d++)
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
       for (int ip = 0; ip < 2; ip++) {
         rs_case_t c = rs1(floats[d], ip ? GC_MAX : GC_SUM, counts[k], ip);

@@ -30,19 +30,6 @@ static void gc_test_graph_destroy(void *graph_exec) {
   if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
-static float bf16_to_float(unsigned short x) {
-  uint32_t bits = (uint32_t)x << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static unsigned short float_to_bf16(float f) { /* exact for the small integers used here */
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  return (unsigned short)(bits >> 16);
-}
-
 /* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
  * bits on every rank. send/recv are device buffers of the caller's choosing (eager or symmetric);
  * in place when send == recv. */
@@ -333,14 +320,14 @@ static void test_ll_allreduce(void) {
   unsigned short *x = malloc(sn * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(x);
   for (size_t i = 0; i < sn; i++) x[i] = i % 100 == 3 ? 0xFFFF : 0x3F80; /* bf16 1.0 */
-  CU_ASSERT_EQUAL(cudaMemcpy(a, x, sn * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  CU_ASSERT_EQUAL(gc_memcpy(gc_test_comm, a, x, sn * 2), GC_SUCCESS);
   GC_TEST_OK(gc_allreduce_ex(a, b, sn, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o));
   GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
   gc_test_download(x, b, sn * 2);
   size_t bad = 0;
   for (size_t i = 0; i < sn; i++) {
-    int is_nan = (x[i] & 0x7F80) == 0x7F80 && (x[i] & 0x7F) != 0;
-    bad += i % 100 == 3 ? !is_nan : x[i] != float_to_bf16((float)gc_test_size);
+    double v = gc_element_get(x, i, GC_BFLOAT16);
+    bad += i % 100 == 3 ? !isnan(v) : v != gc_test_size;
   }
   CU_ASSERT_EQUAL(bad, 0);
   free(x);
@@ -370,7 +357,8 @@ static void test_ll_allreduce(void) {
     CU_ASSERT(gc_test_same_on_all_ranks(g2, m * 2));
     bad = 0;
     for (size_t i = 0; i < m; i++) {
-      float once = bf16_to_float(g[i]) * gc_test_size, twice = bf16_to_float(g2[i]);
+      float once = (float)gc_element_get(g, i, GC_BFLOAT16) * gc_test_size;
+      float twice = (float)gc_element_get(g2, i, GC_BFLOAT16);
       bad += !(fabsf(twice - once) <= 1e-2f * fabsf(once) + 1e-6f);
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -441,6 +429,7 @@ static void test_copyengine_allreduce(void) {
   CU_ASSERT_EQUAL(r, GC_SUCCESS);
   CU_ASSERT_FATAL(gc_test_all(capture_ok && r == GC_SUCCESS));
   unsigned short *h = malloc(m * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   for (int replay = 0; replay < 3; replay++) {
     gc_test_fill(a, m, GC_BFLOAT16, gc_test_rank, 950 + replay);
     gc_test_poison(b, m * 2);

@@ -70,6 +70,7 @@ var (
 	AlgoMPI         = Algo(raw.GC_ALGO_MPI)
 	AlgoMultimem    = Algo(raw.GC_ALGO_MULTIMEM)
 	AlgoCopyEngine  = Algo(raw.GC_ALGO_COPYENGINE)
+	AlgoOneShotLL   = Algo(raw.GC_ALGO_ONESHOT_LL)
 )
 
 func (a Algo) String() string { return raw.Gc_algo_name(raw.Enum_SS_gc_algo(a)) }
