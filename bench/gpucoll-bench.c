@@ -141,7 +141,8 @@ static void usage(FILE *f) {
           "  -G, --cudagraph 0/1 time the replay of a captured CUDA graph (0)\n"
           "  -z, --blocking 0/1  synchronize after every call (0)\n"
           "  -r, --root R        broadcast root (0)\n"
-          "  -a, --algo A        auto oneshot twoshot mpi multimem (auto)\n"
+          "  -a, --algo A        auto oneshot twoshot twoshot_push mpi multimem copyengine\n"
+          "                      oneshot_ll (auto)\n"
           "  -m, --maxblocks N   cap on gpucoll's grid (0 = dispatch table)\n"
           "  --vs nccl           time NCCL on the same buffers and print the ratio\n"
           "  --csv FILE          one row per (size, placement, library) with every figure\n"
@@ -239,7 +240,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       case 'm': bad = parse_int(optarg, 0, &o->max_blocks); why = "-m wants an integer >= 0"; break;
       case 'd': bad = parse_dtype(optarg, &o->dtype); why = "unknown datatype (see -h)"; break;
       case 'o': bad = gc_op_from_name(optarg, &o->op) != GC_SUCCESS; why = "unknown op (sum prod min max avg)"; break;
-      case 'a': bad = gc_algo_from_name(optarg, &o->algo) != GC_SUCCESS; why = "unknown algorithm (auto oneshot twoshot mpi multimem)"; break;
+      case 'a': bad = gc_algo_from_name(optarg, &o->algo) != GC_SUCCESS; why = "unknown algorithm (see -h)"; break;
       case OPT_COLL: bad = parse_coll(optarg, &o->coll); why = "unknown collective (allreduce reducescatter allgather broadcast)"; break;
       case OPT_VS: bad = strcmp(optarg, "nccl") != 0; o->vs_nccl = 1; why = "--vs knows only nccl"; break;
       case OPT_CSV: o->csv = optarg; break;

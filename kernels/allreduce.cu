@@ -153,7 +153,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
-  const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype), opb = E * os;
+  const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype);
   const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16, row = (packs + n - 1) / n;
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
@@ -178,15 +178,8 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
     A acc[E];
     reduce_local<T, A, OPK>(inbox + j * 16, row * 16, n, a.op, acc);
     const size_t first = (s0 + j) * E;
-    const int valid = (int)min((size_t)E, a.count - first);
-    alignas(16) unsigned char out[64];  // E results in the output dtype (at most 8 x 8 bytes)
-    if (plain) {
-#pragma unroll
-      for (int e = 0; e < E; e++) ((T *)out)[e] = from_acc<T>(acc[e]);
-    } else {
-      for (int e = 0; e < valid; e++) finish_at<T, A>(acc[e], first + e, a.ep, a.op, n, out, e);
-    }
-    const size_t bytes = valid == E ? opb : valid * os;
+    alignas(16) unsigned char out[64];
+    const size_t bytes = pack_results<T, A>(a, acc, first, (int)min((size_t)E, a.count - first), plain, out);
 #pragma unroll
     for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
       if (p < n) put_bytes((unsigned char *)a.pub[p] + first * os, out, bytes);

@@ -223,12 +223,16 @@ __device__ __forceinline__ void reduce_local(const unsigned char *base, size_t s
   reduce_packs<T, A, OPK>(v, n, op, acc);
 }
 
-// True when results go out as they are: no epilogue, no cast, no integer average, and an output
-// the pack can be stored to in one access.
+// True when results go out as they are: no epilogue, no cast, no integer average ...
+template <typename T, typename A>
+__device__ __forceinline__ bool no_epilogue(const gc_kargs_t &a) {
+  bool integer_avg = !std::is_floating_point<A>::value && a.op == GC_AVG;
+  return !a.ep.apply_scale && !a.ep.add && a.ep.out_dtype == a.dtype && !integer_avg;
+}
+// ... and to an output the pack can be stored to in one access.
 template <typename T, typename A>
 __device__ __forceinline__ bool is_plain(const gc_kargs_t &a, const void *out) {
-  bool integer_avg = !std::is_floating_point<A>::value && a.op == GC_AVG;
-  return !a.ep.apply_scale && !a.ep.add && a.ep.out_dtype == a.dtype && !integer_avg && aligned16(out);
+  return no_epilogue<T, A>(a) && aligned16(out);
 }
 
 // Writes a reduced pack to out at element `el`: one store when plain, else element by element
@@ -246,6 +250,22 @@ __device__ __forceinline__ void store_at(const gc_kargs_t &a, size_t el, const A
 #pragma unroll
     for (int e = 0; e < E; e++) finish<T, A>(acc[e], el + e, a.ep, a.op, a.peers.nranks, out);
   }
+}
+
+// The results of one pack (elements i .. i + valid - 1) in the output dtype, through the
+// epilogue unless plain, packed into out (E results of at most 8 bytes each); returns their bytes.
+// For kernels that store one pack to several places (put_bytes).
+template <typename T, typename A>
+__device__ __forceinline__ size_t pack_results(const gc_kargs_t &a, const A (&acc)[16 / sizeof(T)], size_t i,
+                                               int valid, bool plain, unsigned char (&out)[64]) {
+  constexpr int E = 16 / sizeof(T);
+  if (plain) {
+#pragma unroll
+    for (int e = 0; e < E; e++) ((T *)out)[e] = from_acc<T>(acc[e]);
+    return valid * sizeof(T);
+  }
+  for (int e = 0; e < valid; e++) finish_at<T, A>(acc[e], i + e, a.ep, a.op, a.peers.nranks, out, e);
+  return valid * dtype_size(a.ep.out_dtype);
 }
 
 // ---- barrier -------------------------------------------------------------------------------
@@ -319,11 +339,14 @@ struct Sync {
       st_release_sys(&P.sig[threadIdx.x]->flag[blockIdx.x][P.rank], value);
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
-  // ... and wait, the whole block, until rank `from` has signalled `value` (or more) here.
-  __device__ bool wait(int from, uint32_t value) {
-    const bool failed = threadIdx.x == 0 && !wait_word(&P.sig[P.rank]->flag[blockIdx.x][from], value);
+  // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
+  // (or more) here; thread r waits for rank r.
+  __device__ bool wait_each(unsigned from, uint32_t value) {
+    const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&
+                        !wait_word(&P.sig[P.rank]->flag[blockIdx.x][threadIdx.x], value);
     return !__syncthreads_or(failed);
   }
+  __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {
     if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
@@ -381,6 +404,19 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
   else if (len == 4 && (at & 3) == 0) *(uint32_t *)dst = *(const uint32_t *)src;
   else
     for (size_t b = 0; b < len; b++) dst[b] = src[b];
+}
+
+// The first len (<= 16) bytes of w at dst, which may sit at any offset: from registers, so a
+// caller's pack never goes through local memory.
+__device__ __forceinline__ void put_word(unsigned char *dst, const uint4 &w, size_t len) {
+  if (len == 16 && aligned16(dst)) {
+    *(uint4 *)dst = w;
+    return;
+  }
+  for (size_t b = 0; b < len; b++) {
+    const uint32_t x = b < 4 ? w.x : b < 8 ? w.y : b < 12 ? w.z : w.w;
+    dst[b] = (unsigned char)(x >> (8 * (b & 3)));
+  }
 }
 
 // Copies nbytes with 16-byte accesses where both ends allow it, bytes otherwise. Four loads are

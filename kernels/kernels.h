@@ -85,7 +85,8 @@ typedef struct gc_kargs {
   gc_kregion_t region[GC_MAX_LOCAL_RANKS]; /* reduce-scatter: every rank's output region */
   int blocks, threads;
   int pdl;
-  size_t piece;      /* broadcast by writes: bytes per piece (0 = by size) */
+  size_t piece;      /* broadcast / reduction by writes: bytes per piece (broadcast: 0 = by size) */
+  size_t slot_bytes; /* reduction by writes: inbox bytes per (slot, block, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
 } gc_kargs_t;
 
@@ -111,6 +112,16 @@ int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream);
 /* Broadcast by writes (a->send: root's data; a->pub[r]: rank r's output, from gc_mem_alloc). */
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
+
+/* Pipelined reduction by writes (bywrites.cu). region[q] (rows 1) is rank q's part of every
+ * rank's input a->send; rank q reduces it. Every rank writes piece j of part q into rank q's
+ * inbox (a->in[q]: 2 slots x GC_BYWRITES_BLOCKS blocks x (n - 1) sources of a->slot_bytes, fixed
+ * places, so calls of any size follow one another) and signals it; rank q reduces the piece
+ * from its own input and the inbox, in rank order. everyone = 0: into a->recv (this rank's part,
+ * reduce-scatter); 1: into every rank's a->pub[r] (whole outputs, element offsets as in the
+ * input: all-reduce). a->piece bytes per piece, block b takes pieces b, b + grid, ... */
+#define GC_BYWRITES_BLOCKS 128
+int gc_kernel_reduce_bywrites(const gc_kargs_t *a, int everyone, cudaStream_t stream);
 
 /* Small collectives through the push areas (push.cu): parts of at most GC_PUSH_MAX_BYTES, grid
  * fixed by the size. Gather: a->send is this rank's part (root's, for broadcast), a->count its

@@ -119,6 +119,48 @@ static size_t staging_half(gc_comm_t comm) { return (comm->tp.staging_bytes / 2)
 static char *staging_in(gc_comm_t comm, int r) { return comm->tp.staging[r]; }
 static char *staging_pub(gc_comm_t comm, int r) { return comm->tp.staging[r] + staging_half(comm); }
 
+void gc__slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
+  size_t per = ((cn + n - 1) / n + 15) & ~(size_t)15;
+  *s0 = (size_t)q * per < cn ? (size_t)q * per : cn;
+  *sn = *s0 + per < cn ? per : cn - *s0;
+}
+
+/* The reduction by writes keeps its inboxes at fixed places in the first half of every rank's
+ * staging area (2 slots x GC_BYWRITES_BLOCKS blocks x (n - 1) sources): 43 KB each for 4 GPUs
+ * with the default 64 MB. Pieces are at most that. */
+static size_t bywrites_slot(gc_comm_t comm) {
+  size_t rows = 2 * (size_t)GC_BYWRITES_BLOCKS * (size_t)(comm->local_size - 1);
+  return comm->local_size < 2 ? 0 : (staging_half(comm) / rows) & ~(size_t)15;
+}
+
+const char *gc__bywrites_unusable(gc_comm_t comm) {
+  if (comm->local_size < 2) return "2 or more GPUs";
+  if (!comm->pipeline_writes) return "GC_PIPELINE_WRITES on";
+  if (bywrites_slot(comm) < 256) return "a larger staging area (GC_STAGING_BYTES)";
+  return NULL;
+}
+
+/* Pieces of about most / grid bytes (one per block) from 4 KB up to the inbox slot, or
+ * GC_PUSH_PIECE; no more blocks than pieces. */
+gc_result_t gc__reduce_bywrites(gc_comm_t comm, gc_kargs_t *a, int everyone, size_t es, cudaStream_t stream) {
+  const int n = comm->local_size;
+  size_t most = 0;
+  for (int r = 0; r < n; r++) most = a->region[r].width * es > most ? a->region[r].width * es : most;
+  if (most == 0) return GC_SUCCESS;
+  const size_t slot = bywrites_slot(comm);
+  size_t blocks = a->blocks < GC_BYWRITES_BLOCKS ? (size_t)a->blocks : GC_BYWRITES_BLOCKS;
+  size_t piece = comm->push_piece ? comm->push_piece : (most + blocks - 1) / blocks;
+  piece = (piece + 15) & ~(size_t)15;
+  if (piece < 4096) piece = 4096;
+  if (piece > slot) piece = slot;
+  size_t pieces = (most + piece - 1) / piece;
+  a->blocks = (int)(pieces < blocks ? pieces : blocks);
+  a->piece = piece;
+  a->slot_bytes = slot;
+  for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);
+  return gc__launched(comm, gc_kernel_reduce_bywrites(a, everyone, stream), everyone ? "all-reduce" : "reduce-scatter");
+}
+
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                  gc_op_t op, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size;
@@ -137,7 +179,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
+    GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es || !gc__bywrites_unusable(comm)),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
                        GC_ALGO_TWOSHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
@@ -154,9 +196,23 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-    /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
-     * chunk's n inbox rows (ceil(packs / n) packs each) fit half the staging area. */
     int out_sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
+    if (out_sym && !gc__bywrites_unusable(comm)) {
+      /* Pipelined by writes (bywrites.cu): owners write reduced pieces into every output. */
+      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+      for (int r = 0; r < n; r++) {
+        size_t s0, sn;
+        gc__slice(count, n, r, &s0, &sn);
+        a.region[r] = (gc_kregion_t){1, sn, s0, 0, 0};
+        a.pub[r] = sym_out[r];
+      }
+      a.send = send;
+      a.recv = recv;
+      return gc__reduce_bywrites(comm, &a, 1, es, stream);
+    }
+    /* Else the barrier kernel. Inboxes are the staging inputs; results land in symmetric recvs,
+     * else in staging. Each chunk's n inbox rows (ceil(packs / n) packs each) fit half the
+     * staging area. */
     size_t chunk_packs = staging_half(comm) / 16 / n * n;
     size_t chunk = chunk_packs * 16 / es;
     if (!out_sym && chunk > staging_half(comm) / os) chunk = (staging_half(comm) / os) & ~(size_t)15;
@@ -221,6 +277,16 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     a.send = send;
     a.recv = recv;
     return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
+  }
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH) { /* by writes: contiguous parts, any pointers */
+    const char *why = sp->axis == 1 ? "contiguous parts (axis 0 or 1-D)" : gc__bywrites_unusable(comm);
+    GC_CHECK(usable_or(comm, o, why == NULL, why, GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
+      for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
+      a.send = send;
+      a.recv = recv;
+      return gc__reduce_bywrites(comm, &a, 0, es, stream);
+    }
   }
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);

@@ -130,7 +130,9 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
                      gc_algo_name(algo));
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
-  if (coll != GC_COLL_ALLREDUCE && coll != GC_COLL_BROADCAST && (algo == GC_ALGO_TWOSHOT || algo == GC_ALGO_TWOSHOT_PUSH)) {
+  /* Two-shot: all-reduce and broadcast; by writes: those and reduce-scatter. */
+  int twoshot = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
+  if ((algo == GC_ALGO_TWOSHOT && !twoshot) || (algo == GC_ALGO_TWOSHOT_PUSH && !twoshot && coll != GC_COLL_REDUCESCATTER)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
                      gc_algo_name(algo));

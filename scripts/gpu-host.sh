@@ -2,7 +2,8 @@
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
 # usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 suite4 suite2 tests8 p2p bench algos ll
-#        blocks probe benchfull lua python (environment knobs: see each step)
+#        blocks probe benchfull lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
+#        every wait of suite4 and suite2, 30000 by default)
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -69,8 +70,8 @@ for s in "${steps[@]}"; do
     tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
-    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
-    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
+    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 4 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
+    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 2 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
     tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
     bench)
       for c in allreduce reducescatter allgather broadcast; do

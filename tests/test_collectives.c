@@ -461,6 +461,70 @@ static void test_broadcast_push(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* ---- reduce-scatter by writes (twoshot_push) -------------------------------------------------- */
+
+static int rs_bywrites_cases(void) {
+  int bad = 0;
+  static const size_t counts[] = {0, 1, 3, 1021, 262147};
+  for (int d = 0; d < GC_TEST_NUM_REDUCIBLE; d++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      for (int ip = 0; ip < 2; ip++) {
+        rs_case_t c = rs1(gc_test_reducible[d], (gc_op_t)((d + k + ip) % GC_NUM_OPS), counts[k], ip);
+        bad += !run_rs(&c);
+      }
+  rs_case_t e = rs1(GC_BFLOAT16, GC_SUM, 300007, 0);
+  e.scale = 0.25;
+  e.with_add = 1;
+  e.out_dtype = GC_FP8_E4M3;
+  bad += !run_rs(&e);
+  e = rs1(GC_FLOAT16, GC_AVG, 4099, 0);
+  e.out_dtype = GC_FLOAT32;
+  bad += !run_rs(&e);
+  e = rs1(GC_INT32, GC_SUM, 1021, 1);
+  e.with_add = 1;
+  bad += !run_rs(&e);
+  rs_case_t rows = {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1, 0, 1001, 517, 1, 1.0, 0}; /* axis 0, uneven, in place */
+  bad += !run_rs(&rows);
+  /* 6 MB per part in bf16: more pieces than 128 blocks x one 43 KB inbox slot (4 GPUs) */
+  rs_case_t big = rs1(GC_BFLOAT16, GC_SUM, 3145733, 1);
+  bad += !run_rs(&big);
+  return bad;
+}
+
+static void test_rs_bywrites(void) {
+  if (!gc_test_peer_gpus("reduce-scatter by writes", 2)) return;
+  mode_algo = GC_ALGO_TWOSHOT_PUSH;
+  int bad = 0;
+  /* Any buffers: plain and from gc_mem_alloc; a 1 MB staging area (inbox slots of a few hundred
+   * bytes, thousands of pieces per block). */
+  for (mode_symmetric = 0; mode_symmetric < 2; mode_symmetric++) bad += rs_bywrites_cases();
+  mode_symmetric = 0;
+  gc_comm_t keep = gc_test_comm, small = NULL, tiny = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 1 << 20;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  gc_test_comm = small;
+  bad += rs_bywrites_cases();
+  gc_test_comm = keep;
+  GC_TEST_OK(gc_comm_destroy(small));
+  /* Refused by name: column blocks, and a staging area too small for the inboxes. */
+  void *send = gc_test_alloc(64 * 64 * 4), *recv = gc_test_alloc(64 * 64 * 4);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 64, 64, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "contiguous"));
+  cfg.staging_bytes = 65536;
+  GC_TEST_OK(gc_comm_init(&tiny, MPI_COMM_WORLD, &cfg));
+  CU_ASSERT_EQUAL(gc_reducescatter_ex(send, recv, 64, GC_FLOAT32, GC_SUM, tiny, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(tiny), "GC_STAGING_BYTES"));
+  GC_TEST_OK(gc_comm_destroy(tiny));
+  gc_test_free(send);
+  gc_test_free(recv);
+  mode_algo = GC_ALGO_AUTO;
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* ---- barrier-free one-shot (oneshot_ll) ------------------------------------------------------- */
 
 /* LL broadcasts queued back to back from one root with no synchronisation, sizes changing
@@ -571,6 +635,7 @@ void gc_test_suite_collectives(void) {
                                          {"broadcast", test_broadcast},
                                          {"copy-engine path", test_copyengine},
                                          {"broadcast by writes", test_broadcast_push},
+                                         {"reduce-scatter by writes", test_rs_bywrites},
                                          {"barrier-free one-shot (LL)", test_ll},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);

@@ -453,10 +453,173 @@ static void test_copyengine_allreduce(void) {
   GC_TEST_OK(gc_mem_free(gc_test_comm, b));
 }
 
+/* The pipelined reduction by writes (twoshot_push with an output from gc_mem_alloc): dtypes, ops,
+ * counts that end mid-pack, in place, unaligned offsets, a plain input, fused epilogues and casts;
+ * on the default staging area (43 KB inbox slots on 4 GPUs: the 37 MB case cycles every block's
+ * slots) and on a 1 MB one (slots of a few hundred bytes: thousands of pieces per block). */
+static void test_bywrites_allreduce(void) {
+  if (!gc_test_peer_gpus("all-reduce by writes", 2)) return;
+  gc_comm_t small = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 1 << 20;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  gc_comm_t comms[2] = {gc_test_comm, small};
+  static const size_t counts[] = {1, 7, 4099, 65537, 1048577};
+  const size_t big = 9437189; /* float32: 37.7 MB */
+  void *add = gc_test_alloc(big * 2), *eager = gc_test_alloc(big * 2);
+  gc_test_fill(add, big, GC_BFLOAT16, -1, 1499);
+  int salt = 1500;
+  char what[112];
+  for (int k = 0; k < 2; k++) {
+    gc_comm_t c = comms[k];
+    const char *staging = k ? "1 MB staging" : "default staging";
+    void *a = NULL, *b = NULL;
+    GC_TEST_OK(gc_mem_alloc(c, big * 4 + 64, &a));
+    GC_TEST_OK(gc_mem_alloc(c, big * 4 + 64, &b));
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = GC_ALGO_TWOSHOT_PUSH;
+    for (size_t si = 0; si < sizeof counts / sizeof counts[0]; si++) {
+      size_t n = counts[si];
+      snprintf(what, sizeof what, "by writes bf16 sum n=%zu, %s", n, staging);
+      check_allreduce(c, what, a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+      snprintf(what, sizeof what, "by writes f32 max in place n=%zu, %s", n, staging);
+      check_allreduce(c, what, a, a, n, GC_FLOAT32, GC_MAX, &o, salt++);
+      snprintf(what, sizeof what, "by writes i32 avg n=%zu, %s", n, staging);
+      check_allreduce(c, what, a, b, n, GC_INT32, GC_AVG, &o, salt++);
+    }
+    check_allreduce(c, "by writes f32 sum 37.7 MB in place", a, a, big, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(c, "by writes bf16 sum 18.9 MB", a, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "by writes f64 prod", a, b, 100003, GC_FLOAT64, GC_PROD, &o, salt++);
+    check_allreduce(c, "by writes u8 min", a, b, 70001, GC_UINT8, GC_MIN, &o, salt++);
+    check_allreduce(c, "by writes i64 sum", a, b, 33333, GC_INT64, GC_SUM, &o, salt++);
+    check_allreduce(c, "by writes f16 sum unaligned", (char *)a + 2, (char *)b + 6, 1000003, GC_FLOAT16, GC_SUM, &o,
+                    salt++);
+    check_allreduce(c, "by writes bf16 from a plain input", eager, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
+    gc_options_t e = o;
+    e.scale = 0.5;
+    e.add = add;
+    check_allreduce(c, "by writes bf16 scale+add", a, b, 262147, GC_BFLOAT16, GC_SUM, &e, salt++);
+    e.out_dtype = GC_FP8_E4M3;
+    check_allreduce(c, "by writes bf16 scale+add -> fp8", a, b, 1048583, GC_BFLOAT16, GC_SUM, &e, salt++);
+    e.add = NULL;
+    e.scale = 1.0;
+    e.out_dtype = GC_FLOAT32;
+    check_allreduce(c, "by writes bf16 avg -> f32", a, b, 1048583, GC_BFLOAT16, GC_AVG, &e, salt++);
+    check_allreduce(c, "by writes f16 sum -> f32, unaligned", (char *)a + 2, (char *)b + 4, 77777, GC_FLOAT16, GC_SUM,
+                    &e, salt++);
+    GC_TEST_OK(gc_mem_free(c, a));
+    GC_TEST_OK(gc_mem_free(c, b));
+  }
+  GC_TEST_OK(gc_comm_destroy(small));
+  gc_test_free(add);
+  gc_test_free(eager);
+}
+
+/* Calls of every kind queued back to back with no synchronisation: the reduction by writes keeps
+ * its inboxes in the staging area that the barrier kernels and copy-ins use too, and its slots and
+ * signal values run on from call to call. All bf16 sums, each call on its own slice of the
+ * buffers, checked after one synchronisation; then two such calls captured in a graph and
+ * replayed. */
+enum { Q_AR_SYM, Q_AR_EAGER, Q_RS };
+static void test_bywrites_queued(void) {
+  if (!gc_test_peer_gpus("queued calls by writes", 2)) return;
+  enum { QUEUED = 11 };
+  static const struct {
+    int kind;
+    size_t count; /* all-reduce: elements; reduce-scatter: recvcount */
+    gc_algo_t algo;
+  } q[QUEUED] = {{Q_AR_SYM, 3000001, GC_ALGO_TWOSHOT_PUSH}, {Q_RS, 1000003, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_EAGER, 2000003, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_SYM, 5, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_EAGER, 300001, GC_ALGO_ONESHOT}, {Q_RS, 77, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_SYM, 2500007, GC_ALGO_COPYENGINE}, {Q_RS, 500001, GC_ALGO_COPYENGINE},
+                 {Q_AR_SYM, 1048576, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT},
+                 {Q_RS, 700001, GC_ALGO_TWOSHOT_PUSH}};
+  const int n = gc_test_size, me = gc_test_rank;
+  const size_t slot = 4200000; /* elements per call's slice */
+  char *sym_in = NULL, *sym_out = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, QUEUED * slot * 2, (void **)&sym_in));
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, QUEUED * slot * 2, (void **)&sym_out));
+  char *eag_in = gc_test_alloc(QUEUED * slot * 2), *eag_out = gc_test_alloc(QUEUED * slot * 2);
+  CU_ASSERT_FATAL(gc_test_all(sym_in && sym_out));
+  for (int i = 0; i < QUEUED; i++) {
+    char *in = (q[i].kind == Q_AR_SYM ? sym_in : eag_in) + i * slot * 2;
+    gc_test_fill(in, q[i].kind == Q_RS ? q[i].count * n : q[i].count, GC_BFLOAT16, me, 1600 + i);
+  }
+  gc_test_poison(sym_out, QUEUED * slot * 2);
+  gc_test_poison(eag_out, QUEUED * slot * 2);
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  gc_result_t r = GC_SUCCESS;
+  for (int i = 0; i < QUEUED && r == GC_SUCCESS; i++) {
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = q[i].algo;
+    char *in = (q[i].kind == Q_AR_SYM ? sym_in : eag_in) + i * slot * 2;
+    char *out = (q[i].kind == Q_AR_SYM ? sym_out : eag_out) + i * slot * 2;
+    r = q[i].kind == Q_RS ? gc_reducescatter_ex(in, out, q[i].count, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o)
+                          : gc_allreduce_ex(in, out, q[i].count, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  }
+  CU_ASSERT_EQUAL(r, GC_SUCCESS);
+  if (r == GC_SUCCESS) r = gc_synchronize(gc_test_comm, stream);
+  CU_ASSERT_FATAL(gc_test_all(r == GC_SUCCESS));
+  unsigned short *h = malloc(slot * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+  for (int i = 0; i < QUEUED; i++) {
+    char *out = (q[i].kind == Q_AR_SYM ? sym_out : eag_out) + i * slot * 2;
+    gc_test_download(h, out, q[i].count * 2);
+    gc_test_red_t R;
+    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 1600 + i);
+    if (q[i].kind == Q_RS) R.base = (size_t)me * q[i].count;
+    char what[96];
+    snprintf(what, sizeof what, "queued call %d (%s, %zu)", i, gc_algo_name(q[i].algo), q[i].count);
+    CU_ASSERT_EQUAL(gc_test_check_red(what, &R, h, q[i].count, 1), 0);
+  }
+
+  /* Captured once: an all-reduce by writes, then a reduce-scatter by writes of its output. */
+  const size_t m = 2097169;
+  void *exec = NULL;
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  int capture_ok = gc_test_capture(stream, 1, NULL) == 0;
+  gc_result_t r1 = gc_allreduce_ex(sym_in, sym_out, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  gc_result_t r2 = gc_reducescatter_ex(sym_out, eag_out, m / n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
+  CU_ASSERT_FATAL(gc_test_all(capture_ok && r1 == GC_SUCCESS && r2 == GC_SUCCESS));
+  unsigned short *g = malloc(m * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+  for (int replay = 0; replay < 3; replay++) {
+    gc_test_fill(sym_in, m, GC_BFLOAT16, me, 1700 + replay);
+    gc_test_poison(sym_out, m * 2);
+    gc_test_poison(eag_out, m / n * 2);
+    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
+    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+    gc_test_download(g, sym_out, m * 2);
+    gc_test_red_t R;
+    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 1700 + replay);
+    CU_ASSERT_EQUAL(gc_test_check_red("by writes graph replay", &R, g, m, 1), 0);
+    /* The reduce-scatter sums n copies of the all-reduce's output (every rank holds the same). */
+    gc_test_download(h, eag_out, m / n * 2);
+    size_t bad = 0;
+    for (size_t i = 0; i < m / n; i++) {
+      float once = (float)gc_element_get(g, me * (m / n) + i, GC_BFLOAT16) * n;
+      float got = (float)gc_element_get(h, i, GC_BFLOAT16);
+      bad += !(fabsf(got - once) <= 1e-2f * fabsf(once) + 1e-6f);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+  }
+  gc_test_graph_destroy(exec);
+  free(g);
+  free(h);
+  GC_TEST_OK(gc_mem_free(gc_test_comm, sym_in));
+  GC_TEST_OK(gc_mem_free(gc_test_comm, sym_out));
+  gc_test_free(eag_in);
+  gc_test_free(eag_out);
+}
+
 /* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
- * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. Once
- * for a kernel that waits on flags (two-shot) and once for one that waits on data (LL). */
-static void timeout_case(gc_algo_t algo) {
+ * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. For a
+ * kernel that waits at barriers (two-shot), one that waits on data (LL), and one that waits on
+ * point-to-point signals (reduce-scatter by writes). */
+static void timeout_case(gc_algo_t algo, int scatter) {
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.timeout_ms = 300;
@@ -471,7 +634,8 @@ static void timeout_case(gc_algo_t algo) {
   if (gc_test_rank == 0) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    GC_TEST_OK(gc_allreduce_ex(a, b, n, GC_FLOAT32, GC_SUM, c, stream, &o));
+    if (scatter) GC_TEST_OK(gc_reducescatter_ex(a, b, n / gc_test_size, GC_FLOAT32, GC_SUM, c, stream, &o));
+    else GC_TEST_OK(gc_allreduce_ex(a, b, n, GC_FLOAT32, GC_SUM, c, stream, &o));
     CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_TIMEOUT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
@@ -489,8 +653,9 @@ static void timeout_case(gc_algo_t algo) {
 
 static void test_forced_timeout(void) {
   if (!gc_test_peer_gpus("forced timeout", 2)) return;
-  timeout_case(GC_ALGO_TWOSHOT);
-  timeout_case(GC_ALGO_ONESHOT_LL);
+  timeout_case(GC_ALGO_TWOSHOT, 0);
+  timeout_case(GC_ALGO_ONESHOT_LL, 0);
+  timeout_case(GC_ALGO_TWOSHOT_PUSH, 1); /* the reduction by writes waits on signals per piece */
 }
 
 /* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
@@ -517,6 +682,8 @@ void gc_test_suite_p2p(void) {
       {"pdl", test_pdl},
       {"graph capture and replay", test_graph_capture},
       {"copy-engine all-reduce", test_copyengine_allreduce},
+      {"all-reduce by writes", test_bywrites_allreduce},
+      {"queued calls by writes", test_bywrites_queued},
       {"LL all-reduce", test_ll_allreduce},
       {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},

@@ -121,7 +121,7 @@ typedef enum gc_op {
   XX(AUTO, "auto", "dispatch table (GPU count, bytes)")                                         \
   XX(ONESHOT, "oneshot", "every rank reads all peers and reduces its whole output")             \
   XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
-  XX(TWOSHOT_PUSH, "twoshot_push", "by writes: scatter to owners, reduce, write back (broadcast: owners write on)") \
+  XX(TWOSHOT_PUSH, "twoshot_push", "by writes: scatter to owners, reduce, write back (reduce-scatter: keep; broadcast: owners write on)") \
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
   XX(MULTIMEM, "multimem", "NVLink multicast; off unless GC_MULTIMEM=1 and no kill switch set")  \
   XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; output from gc_mem_alloc")  \
