@@ -340,10 +340,12 @@ struct Sync {
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
   // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
-  // (or more) here; thread r waits for rank r.
-  __device__ bool wait_each(unsigned from, uint32_t value) {
+  // (or more) here; thread r waits for rank r. Signals of block `row` (default: this block's
+  // counterparts).
+  __device__ bool wait_each(unsigned from, uint32_t value, int row = -1) {
+    const int b = row < 0 ? (int)blockIdx.x : row;
     const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&
-                        !wait_word(&P.sig[P.rank]->flag[blockIdx.x][threadIdx.x], value);
+                        !wait_word(&P.sig[P.rank]->flag[b][threadIdx.x], value);
     return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }

@@ -114,13 +114,16 @@ int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream)
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Pipelined reduction by writes (bywrites.cu). region[q] (rows 1) is rank q's part of every
- * rank's input a->send; rank q reduces it. Every rank writes piece j of part q into rank q's
- * inbox (a->in[q]: 2 slots x GC_BYWRITES_BLOCKS blocks x (n - 1) sources of a->slot_bytes, fixed
- * places, so calls of any size follow one another) and signals it; rank q reduces the piece
- * from its own input and the inbox, in rank order. everyone = 0: into a->recv (this rank's part,
- * reduce-scatter); 1: into every rank's a->pub[r] (whole outputs, element offsets as in the
- * input: all-reduce). a->piece bytes per piece, block b takes pieces b, b + grid, ... */
-#define GC_BYWRITES_BLOCKS 128
+ * rank's input a->send; rank q reduces it. The grid is 2S blocks, S <= GC_BYWRITES_STREAMS
+ * streams of a sender and a reducer (all resident: at most one block per SM). Every rank writes
+ * piece j of part q into rank q's inbox (a->in[q]: GC_BYWRITES_SLOTS slots x GC_BYWRITES_STREAMS
+ * streams x (n - 1) sources of a->slot_bytes, fixed places, so calls of any size follow one
+ * another) and signals it; rank q reduces the piece from its own input and the inbox, in rank
+ * order. everyone = 0: into a->recv (this rank's part, reduce-scatter); 1: into every rank's
+ * a->pub[r] (whole outputs, element offsets as in the input: all-reduce). a->piece bytes per
+ * piece; stream s takes pieces s, s + S, ... */
+#define GC_BYWRITES_STREAMS 64
+#define GC_BYWRITES_SLOTS 3
 int gc_kernel_reduce_bywrites(const gc_kargs_t *a, int everyone, cudaStream_t stream);
 
 /* Small collectives through the push areas (push.cu): parts of at most GC_PUSH_MAX_BYTES, grid

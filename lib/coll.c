@@ -126,10 +126,10 @@ void gc__slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
 }
 
 /* The reduction by writes keeps its inboxes at fixed places in the first half of every rank's
- * staging area (2 slots x GC_BYWRITES_BLOCKS blocks x (n - 1) sources): 43 KB each for 4 GPUs
- * with the default 64 MB. Pieces are at most that. */
+ * staging area (GC_BYWRITES_SLOTS slots x GC_BYWRITES_STREAMS streams x (n - 1) sources): 58 KB
+ * each for 4 GPUs with the default 64 MB. Pieces are at most that. */
 static size_t bywrites_slot(gc_comm_t comm) {
-  size_t rows = 2 * (size_t)GC_BYWRITES_BLOCKS * (size_t)(comm->local_size - 1);
+  size_t rows = (size_t)GC_BYWRITES_SLOTS * GC_BYWRITES_STREAMS * (size_t)(comm->local_size - 1);
   return comm->local_size < 2 ? 0 : (staging_half(comm) / rows) & ~(size_t)15;
 }
 
@@ -140,21 +140,23 @@ const char *gc__bywrites_unusable(gc_comm_t comm) {
   return NULL;
 }
 
-/* Pieces of about most / grid bytes (one per block) from 4 KB up to the inbox slot, or
- * GC_PUSH_PIECE; no more blocks than pieces. */
+/* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
+ * pieces of about most / streams bytes from 4 KB up to the inbox slot, or GC_PUSH_PIECE; no
+ * more streams than pieces. */
 gc_result_t gc__reduce_bywrites(gc_comm_t comm, gc_kargs_t *a, int everyone, size_t es, cudaStream_t stream) {
   const int n = comm->local_size;
   size_t most = 0;
   for (int r = 0; r < n; r++) most = a->region[r].width * es > most ? a->region[r].width * es : most;
   if (most == 0) return GC_SUCCESS;
   const size_t slot = bywrites_slot(comm);
-  size_t blocks = a->blocks < GC_BYWRITES_BLOCKS ? (size_t)a->blocks : GC_BYWRITES_BLOCKS;
-  size_t piece = comm->push_piece ? comm->push_piece : (most + blocks - 1) / blocks;
+  size_t streams = a->blocks / 2 < GC_BYWRITES_STREAMS ? (size_t)a->blocks / 2 : GC_BYWRITES_STREAMS;
+  if (streams < 1) streams = 1;
+  size_t piece = comm->push_piece ? comm->push_piece : (most + streams - 1) / streams;
   piece = (piece + 15) & ~(size_t)15;
   if (piece < 4096) piece = 4096;
   if (piece > slot) piece = slot;
   size_t pieces = (most + piece - 1) / piece;
-  a->blocks = (int)(pieces < blocks ? pieces : blocks);
+  a->blocks = 2 * (int)(pieces < streams ? pieces : streams);
   a->piece = piece;
   a->slot_bytes = slot;
   for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);

@@ -485,8 +485,8 @@ static int rs_bywrites_cases(void) {
   bad += !run_rs(&e);
   rs_case_t rows = {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1, 0, 1001, 517, 1, 1.0, 0}; /* axis 0, uneven, in place */
   bad += !run_rs(&rows);
-  /* 6 MB per part in bf16: more pieces than 128 blocks x one 43 KB inbox slot (4 GPUs) */
-  rs_case_t big = rs1(GC_BFLOAT16, GC_SUM, 3145733, 1);
+  /* 12.6 MB per part in bf16: more pieces than 64 streams x 3 inbox slots of 58 KB (4 GPUs) */
+  rs_case_t big = rs1(GC_BFLOAT16, GC_SUM, 6291469, 1);
   bad += !run_rs(&big);
   return bad;
 }

@@ -455,8 +455,8 @@ static void test_copyengine_allreduce(void) {
 
 /* The pipelined reduction by writes (twoshot_push with an output from gc_mem_alloc): dtypes, ops,
  * counts that end mid-pack, in place, unaligned offsets, a plain input, fused epilogues and casts;
- * on the default staging area (43 KB inbox slots on 4 GPUs: the 37 MB case cycles every block's
- * slots) and on a 1 MB one (slots of a few hundred bytes: thousands of pieces per block). */
+ * on the default staging area (3 inbox slots of 58 KB per stream on 4 GPUs: the 60 MB case reuses
+ * slots) and on a 1 MB one (slots under 1 KB: hundreds of pieces per stream). */
 static void test_bywrites_allreduce(void) {
   if (!gc_test_peer_gpus("all-reduce by writes", 2)) return;
   gc_comm_t small = NULL;
@@ -465,7 +465,7 @@ static void test_bywrites_allreduce(void) {
   GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
   gc_comm_t comms[2] = {gc_test_comm, small};
   static const size_t counts[] = {1, 7, 4099, 65537, 1048577};
-  const size_t big = 9437189; /* float32: 37.7 MB */
+  const size_t big = 15000017; /* float32: 60 MB */
   void *add = gc_test_alloc(big * 2), *eager = gc_test_alloc(big * 2);
   gc_test_fill(add, big, GC_BFLOAT16, -1, 1499);
   int salt = 1500;
@@ -487,8 +487,8 @@ static void test_bywrites_allreduce(void) {
       snprintf(what, sizeof what, "by writes i32 avg n=%zu, %s", n, staging);
       check_allreduce(c, what, a, b, n, GC_INT32, GC_AVG, &o, salt++);
     }
-    check_allreduce(c, "by writes f32 sum 37.7 MB in place", a, a, big, GC_FLOAT32, GC_SUM, &o, salt++);
-    check_allreduce(c, "by writes bf16 sum 18.9 MB", a, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "by writes f32 sum 60 MB in place", a, a, big, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(c, "by writes bf16 sum 30 MB", a, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
     check_allreduce(c, "by writes f64 prod", a, b, 100003, GC_FLOAT64, GC_PROD, &o, salt++);
     check_allreduce(c, "by writes u8 min", a, b, 70001, GC_UINT8, GC_MIN, &o, salt++);
     check_allreduce(c, "by writes i64 sum", a, b, 33333, GC_INT64, GC_SUM, &o, salt++);
