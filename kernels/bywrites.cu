@@ -1,7 +1,6 @@
-// bywrites.cu — the pipelined reduction by writes. Reduce-scatter: rank q owns part q of every
-// input. All-reduce: the same, and each owner writes its reduced pieces into every rank's output.
-// NVLink carries only writes (on the 4 x H200 host SM writes reach ~345-351 GB/s per GPU against
-// ~323 for reads), and no barrier stalls the grid.
+// bywrites.cu — reduce-scatter by writes, pipelined: rank q owns part q of every input, and every
+// rank writes its pieces of part q into rank q's inbox straight from its input (any pointer, no
+// copy-in, no barrier). NVLink carries only writes.
 //
 // The grid is 2S blocks: S senders and S reducers, so that writing and reducing overlap (one block
 // doing both in turn left NVLink idle while it reduced: run 22). Stream s (sender s, reducer S + s)
@@ -12,12 +11,12 @@
 //              inbox there, for every peer q (starting with the next rank, so the GPUs' writes form
 //              a permutation), then signal base + 1 + t to every rank;
 //   reducer s: for each piece t: wait for every peer's sender s to signal base + 1 + t, reduce
-//              piece j of our part from our input and the inbox rows in rank order, store it (our
-//              output, or every rank's), then signal base + 1 + t to every rank: slot free.
+//              piece j of our part from our input and the inbox rows in rank order into our
+//              output, then signal base + 1 + t to every rank: slot free.
 // A sender ends once every rank's reducer s (ours too) has finished the stream, a reducer once our
-// sender has: so no rank leaves while a peer still reads its inbox or (all-reduce) still writes its
-// output, every slot is free when the next call starts, and nobody writes a peer's output before
-// that peer has signalled this call's piece (it has entered the call). Senders signal in their own
+// sender has: so no rank leaves while a peer still reads its inbox (other collectives may write
+// peers' staging as soon as they start), and every slot is free when the next call starts.
+// Senders signal in their own
 // block's row, reducers in theirs; both start from the larger of the two blocks' epochs and leave
 // both at base + (pieces of the stream), the same on every rank, as the barrier expects.
 #include "common.cuh"
@@ -29,11 +28,6 @@ __device__ __forceinline__ unsigned char *inbox(const gc_kargs_t &a, int q, int 
   const int n = a.peers.nranks;
   const size_t row = (size_t)((src - q + n) % n - 1);
   return (unsigned char *)a.in[q] + (((size_t)slot * GC_BYWRITES_STREAMS + stream) * (n - 1) + row) * a.slot_bytes;
-}
-
-// Where results go: our output (reduce-scatter), or every rank's, ours first (all-reduce).
-__device__ __forceinline__ unsigned char *output(const gc_kargs_t &a, int everyone, int p) {
-  return (unsigned char *)(everyone ? a.pub[(a.peers.rank + p) % a.peers.nranks] : a.recv);
 }
 
 // Units [at/16, at/16 + units) of a part of len bytes into a peer's inbox: four local loads in
@@ -54,8 +48,8 @@ __device__ __forceinline__ void send_piece(unsigned char *box, const char *part,
 
 // Our part's piece at `at` (units of 16 bytes) reduced from our input and the inbox rows, stored.
 template <typename T, typename A, int OPK>
-__device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int everyone, int slot, int stream, size_t at,
-                                             size_t units, bool plain) {
+__device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int slot, int stream, size_t at, size_t units,
+                                             bool plain) {
   constexpr int E = 16 / sizeof(T);
   const int n = a.peers.nranks, me = a.peers.rank;
   const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype);
@@ -69,20 +63,17 @@ __device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int everyone, 
       if (q < n) v[q] = q == me ? load_unit(own, mine, at / 16 + u) : *(const uint4 *)(inbox(a, me, slot, stream, q) + u * 16);
     A acc[E];
     reduce_packs<T, A, OPK>(v, n, a.op, acc);
-    const size_t k = (at / 16 + u) * E;               // element of our part
-    const size_t i = everyone ? R.in_offset + k : k;  // element of the output (and of the add vector)
+    const size_t k = (at / 16 + u) * E;  // element of our part, of the output and of the add vector
     const int valid = (int)min((size_t)E, R.width - k);
-    const int outs = everyone ? n : 1;
+    unsigned char *dst = (unsigned char *)a.recv + k * os;
     if (plain) {
       Pack<T, true> r;
 #pragma unroll
       for (int x = 0; x < E; x++) r.v[x] = from_acc<T>(acc[x]);
-      const uint4 w = *reinterpret_cast<const uint4 *>(r.v);
-      for (int p = 0; p < outs; p++) put_word(output(a, everyone, p) + i * os, w, valid * es);
+      put_word(dst, *reinterpret_cast<const uint4 *>(r.v), valid * es);
     } else {
       alignas(16) unsigned char out[64];
-      const size_t bytes = pack_results<T, A>(a, acc, i, valid, false, out);
-      for (int p = 0; p < outs; p++) put_bytes(output(a, everyone, p) + i * os, out, bytes);
+      put_bytes(dst, out, pack_results<T, A>(a, acc, k, valid, false, out));
     }
   }
 }
@@ -90,12 +81,12 @@ __device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int everyone, 
 __device__ __forceinline__ uint32_t later(uint32_t x, uint32_t y) { return (int32_t)(x - y) > 0 ? x : y; }
 
 template <typename T, typename A, int OPK>
-__global__ void GC_LAUNCH_BOUNDS reduce_bywrites_kernel(const gc_kargs_t a, int everyone) {
+__global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, S = gridDim.x / 2, stream = blockIdx.x % S;
   const bool sender = (int)blockIdx.x < S;
-  const unsigned everyone_mask = (1u << n) - 1, others = everyone_mask & ~(1u << me);
+  const unsigned all = (1u << n) - 1, others = all & ~(1u << me);
   const size_t es = sizeof(T), P = a.piece;
   size_t most = 0;
   for (int q = 0; q < n; q++) most = max(most, a.region[q].width * es);
@@ -118,18 +109,18 @@ __global__ void GC_LAUNCH_BOUNDS reduce_bywrites_kernel(const gc_kargs_t a, int 
           send_piece(inbox(a, q, slot, stream, me), send + a.region[q].in_offset * es, len, at,
                      (min(P, len - at) + 15) / 16);
       }
-      sync.signal_each(everyone_mask, base + 1 + t);
+      sync.signal_each(all, base + 1 + t);
     }
-    if (T_ && !sync.wait_each(everyone_mask, base + T_, reducers)) return;
+    if (T_ && !sync.wait_each(all, base + T_, reducers)) return;
   } else {
     const size_t mine = a.region[me].width * es;
     const bool plain = no_epilogue<T, A>(a);
     for (uint32_t t = 0; t < T_; t++) {
       const size_t at = (stream + (size_t)t * S) * P;
       if (!sync.wait_each(others, base + 1 + t, senders)) return;
-      if (at < mine) reduce_piece<T, A, OPK>(a, everyone, (int)(t % GC_BYWRITES_SLOTS), stream, at,
-                                             (min(P, mine - at) + 15) / 16, plain);
-      sync.signal_each(everyone_mask, base + 1 + t);
+      if (at < mine)
+        reduce_piece<T, A, OPK>(a, (int)(t % GC_BYWRITES_SLOTS), stream, at, (min(P, mine - at) + 15) / 16, plain);
+      sync.signal_each(all, base + 1 + t);
     }
     if (T_ && !sync.wait_each(1u << me, base + T_, senders)) return;
   }
@@ -139,11 +130,11 @@ __global__ void GC_LAUNCH_BOUNDS reduce_bywrites_kernel(const gc_kargs_t a, int 
 
 }  // namespace gc
 
-extern "C" int gc_kernel_reduce_bywrites(const gc_kargs_t *a, int everyone, cudaStream_t s) {
+extern "C" int gc_kernel_reducescatter_bywrites(const gc_kargs_t *a, cudaStream_t s) {
   return gc::with_reduce_types(a->dtype, a->op, [&](auto t) {
     using R = decltype(t);
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
-    return cudaLaunchKernelEx(&cfg, gc::reduce_bywrites_kernel<typename R::T, typename R::A, R::OPK>, *a, everyone);
+    return cudaLaunchKernelEx(&cfg, gc::reducescatter_bywrites_kernel<typename R::T, typename R::A, R::OPK>, *a);
   });
 }

@@ -85,8 +85,8 @@ typedef struct gc_kargs {
   gc_kregion_t region[GC_MAX_LOCAL_RANKS]; /* reduce-scatter: every rank's output region */
   int blocks, threads;
   int pdl;
-  size_t piece;      /* broadcast / reduction by writes: bytes per piece (broadcast: 0 = by size) */
-  size_t slot_bytes; /* reduction by writes: inbox bytes per (slot, block, source) */
+  size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
+  size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
 } gc_kargs_t;
 
@@ -113,18 +113,16 @@ int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream)
 /* Broadcast by writes (a->send: root's data; a->pub[r]: rank r's output, from gc_mem_alloc). */
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
 
-/* Pipelined reduction by writes (bywrites.cu). region[q] (rows 1) is rank q's part of every
- * rank's input a->send; rank q reduces it. The grid is 2S blocks, S <= GC_BYWRITES_STREAMS
- * streams of a sender and a reducer (all resident: at most one block per SM). Every rank writes
- * piece j of part q into rank q's inbox (a->in[q]: GC_BYWRITES_SLOTS slots x GC_BYWRITES_STREAMS
- * streams x (n - 1) sources of a->slot_bytes, fixed places, so calls of any size follow one
- * another) and signals it; rank q reduces the piece from its own input and the inbox, in rank
- * order. everyone = 0: into a->recv (this rank's part, reduce-scatter); 1: into every rank's
- * a->pub[r] (whole outputs, element offsets as in the input: all-reduce). a->piece bytes per
- * piece; stream s takes pieces s, s + S, ... */
+/* Reduce-scatter by writes, pipelined (bywrites.cu). region[q] (rows 1) is rank q's part of every
+ * rank's input a->send (any pointer); rank q reduces it into a->recv. The grid is 2S blocks, S <=
+ * GC_BYWRITES_STREAMS streams of a sender and a reducer (all resident: at most one block per
+ * SM). Every rank writes piece j of part q into rank q's inbox (a->in[q]: GC_BYWRITES_SLOTS slots x
+ * GC_BYWRITES_STREAMS streams x (n - 1) sources of a->slot_bytes, fixed places, so calls of any
+ * size follow one another) and signals it; rank q reduces the piece from its own input and the
+ * inbox, in rank order. a->piece bytes per piece; stream s takes pieces s, s + S, ... */
 #define GC_BYWRITES_STREAMS 64
 #define GC_BYWRITES_SLOTS 3
-int gc_kernel_reduce_bywrites(const gc_kargs_t *a, int everyone, cudaStream_t stream);
+int gc_kernel_reducescatter_bywrites(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Small collectives through the push areas (push.cu): parts of at most GC_PUSH_MAX_BYTES, grid
  * fixed by the size. Gather: a->send is this rank's part (root's, for broadcast), a->count its

@@ -119,13 +119,7 @@ static size_t staging_half(gc_comm_t comm) { return (comm->tp.staging_bytes / 2)
 static char *staging_in(gc_comm_t comm, int r) { return comm->tp.staging[r]; }
 static char *staging_pub(gc_comm_t comm, int r) { return comm->tp.staging[r] + staging_half(comm); }
 
-void gc__slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
-  size_t per = ((cn + n - 1) / n + 15) & ~(size_t)15;
-  *s0 = (size_t)q * per < cn ? (size_t)q * per : cn;
-  *sn = *s0 + per < cn ? per : cn - *s0;
-}
-
-/* The reduction by writes keeps its inboxes at fixed places in the first half of every rank's
+/* Reduce-scatter by writes keeps its inboxes at fixed places in the first half of every rank's
  * staging area (GC_BYWRITES_SLOTS slots x GC_BYWRITES_STREAMS streams x (n - 1) sources): 58 KB
  * each for 4 GPUs with the default 64 MB. Pieces are at most that. */
 static size_t bywrites_slot(gc_comm_t comm) {
@@ -133,17 +127,10 @@ static size_t bywrites_slot(gc_comm_t comm) {
   return comm->local_size < 2 ? 0 : (staging_half(comm) / rows) & ~(size_t)15;
 }
 
-const char *gc__bywrites_unusable(gc_comm_t comm) {
-  if (comm->local_size < 2) return "2 or more GPUs";
-  if (!comm->pipeline_writes) return "GC_PIPELINE_WRITES on";
-  if (bywrites_slot(comm) < 256) return "a larger staging area (GC_STAGING_BYTES)";
-  return NULL;
-}
-
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
- * pieces of about most / streams bytes from 4 KB up to the inbox slot, or GC_PUSH_PIECE; no
- * more streams than pieces. */
-gc_result_t gc__reduce_bywrites(gc_comm_t comm, gc_kargs_t *a, int everyone, size_t es, cudaStream_t stream) {
+ * pieces of about (largest part) / streams bytes from 4 KB up to the inbox slot, or
+ * GC_PUSH_PIECE; no more streams than pieces. a: regions, send, recv and epilogue set. */
+static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es, cudaStream_t stream) {
   const int n = comm->local_size;
   size_t most = 0;
   for (int r = 0; r < n; r++) most = a->region[r].width * es > most ? a->region[r].width * es : most;
@@ -160,7 +147,7 @@ gc_result_t gc__reduce_bywrites(gc_comm_t comm, gc_kargs_t *a, int everyone, siz
   a->piece = piece;
   a->slot_bytes = slot;
   for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);
-  return gc__launched(comm, gc_kernel_reduce_bywrites(a, everyone, stream), everyone ? "all-reduce" : "reduce-scatter");
+  return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
 }
 
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
@@ -181,7 +168,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     /* An input peers cannot read is first copied into the output, which needs the same dtype. */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es || !gc__bywrites_unusable(comm)),
+    GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
                        GC_ALGO_TWOSHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
@@ -199,22 +186,8 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
     int out_sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
-    if (out_sym && !gc__bywrites_unusable(comm)) {
-      /* Pipelined by writes (bywrites.cu): owners write reduced pieces into every output. */
-      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-      for (int r = 0; r < n; r++) {
-        size_t s0, sn;
-        gc__slice(count, n, r, &s0, &sn);
-        a.region[r] = (gc_kregion_t){1, sn, s0, 0, 0};
-        a.pub[r] = sym_out[r];
-      }
-      a.send = send;
-      a.recv = recv;
-      return gc__reduce_bywrites(comm, &a, 1, es, stream);
-    }
-    /* Else the barrier kernel. Inboxes are the staging inputs; results land in symmetric recvs,
-     * else in staging. Each chunk's n inbox rows (ceil(packs / n) packs each) fit half the
-     * staging area. */
+    /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
+     * chunk's n inbox rows (ceil(packs / n) packs each) fit half the staging area. */
     size_t chunk_packs = staging_half(comm) / 16 / n * n;
     size_t chunk = chunk_packs * 16 / es;
     if (!out_sym && chunk > staging_half(comm) / os) chunk = (staging_half(comm) / os) & ~(size_t)15;
@@ -281,13 +254,15 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) { /* by writes: contiguous parts, any pointers */
-    const char *why = sp->axis == 1 ? "contiguous parts (axis 0 or 1-D)" : gc__bywrites_unusable(comm);
+    const char *why = sp->axis == 1             ? "contiguous parts (axis 0 or 1-D)"
+                      : bywrites_slot(comm) < 256 ? "a larger staging area (GC_STAGING_BYTES)"
+                                                  : NULL;
     GC_CHECK(usable_or(comm, o, why == NULL, why, GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
       for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
       a.send = send;
       a.recv = recv;
-      return gc__reduce_bywrites(comm, &a, 0, es, stream);
+      return reducescatter_bywrites(comm, &a, es, stream);
     }
   }
   void *sym_in[GC_MAX_LOCAL_RANKS];

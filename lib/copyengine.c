@@ -118,39 +118,34 @@ static gc_result_t reduce_chunk(gc_comm_t comm, const gc_kargs_t *base, const in
   return reduce(comm, &a, comm->ce_compute);
 }
 
-/* All-reduce: this rank's slice is reduced into its own output, then the copy engine writes that
- * slice into every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s). One
- * stream, no fork; the closing barrier is where every slice has arrived. The reduction is the
- * pipelined reduce-scatter by writes (any input; it ends only once every peer has read what it
- * was sent and has entered the call, so the copies may follow) or, with GC_PIPELINE_WRITES=0 or
- * too small a staging area, the reduce-scatter kernel reading every rank's input (~323 GB/s; an
- * input that is not symmetric is first copied into the symmetric output and reduced in place; its
- * first barrier is where every peer has entered the call). In place is safe: slice q of rank r's
- * buffer is read only by rank q (or sent by rank r), before rank q writes it. */
+/* Slice q of a chunk of cn elements: n slices of a 16-element multiple, the last ones shorter. */
+static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
+  size_t per = ((cn + n - 1) / n + 15) & ~(size_t)15;
+  *s0 = (size_t)q * per < cn ? (size_t)q * per : cn;
+  *sn = *s0 + per < cn ? per : cn - *s0;
+}
+
+/* All-reduce: the reduce-scatter kernel reduces this rank's slice from every rank's input (SM
+ * reads over NVLink, zero-copy) into its own output, then the copy engine writes that slice into
+ * every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s against ~323
+ * for SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
+ * call, so its output may be written; the closing barrier is where every slice has arrived. An
+ * input that is not symmetric is first copied into the (symmetric) output and reduced in place.
+ * In place is safe: slice q of rank r's buffer is read only by rank q, before rank q writes it. */
 gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
                              const void *send, void *const recv_peers[], size_t count, size_t es, size_t os,
                              const void *add, cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
   gc_kargs_t a = *base;
+  for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
+  if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
   size_t s0, sn;
-  gc__slice(count, n, me, &s0, &sn);
+  slice(count, n, me, &s0, &sn);
+  a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
   a.recv = out[me] + s0 * os;
   a.ep.add = add ? (const char *)add + s0 * es : NULL;
-  if (!gc__bywrites_unusable(comm)) {
-    for (int q = 0; q < n; q++) {
-      size_t q0, qn;
-      gc__slice(count, n, q, &q0, &qn);
-      a.region[q] = (gc_kregion_t){1, qn, q0, 0, 0};
-    }
-    a.send = send;
-    GC_CHECK(gc__reduce_bywrites(comm, &a, 0, es, stream));
-  } else {
-    for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
-    if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
-    a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
-    GC_CHECK(reduce(comm, &a, stream));
-  }
+  GC_CHECK(reduce(comm, &a, stream));
   for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
   return barrier(comm, &base->peers, stream);
 }
@@ -179,9 +174,9 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
                           plus ? plus + c0 * es : NULL, w < chunk ? w : chunk));
     GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
   }
-  /* A closing barrier although the output is local: the reduction by writes (bywrites.cu) may
-   * write peers' staging as soon as its call starts, so no call may end while a peer still
-   * reduces from its inboxes. */
+  /* A closing barrier although the output is local: reduce-scatter by writes (bywrites.cu) and
+   * the two-shot by writes write peers' staging as soon as their call starts, so no call may end
+   * while a peer still reduces from its inboxes. */
   return end(comm, &base->peers, 1, stream);
 }
 
@@ -212,7 +207,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
       for (int k = 0; k < owners; k++) {
         int o = (int)((k + c) % owners), r = o < root ? o : o + 1;
         size_t s0, sn;
-        gc__slice(cn, owners, o, &s0, &sn);
+        slice(cn, owners, o, &s0, &sn);
         GC_CHECK(copy(comm, out[r] + c0 + s0, (const char *)send + c0 + s0, sn, comm->ce_copy));
       }
       GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
@@ -222,7 +217,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
       GC_CHECK(follow(comm, comm->ce_copy, comm->ce_compute, ring_event(EV_SCATTERED, c)));
       int mine = me < root ? me : me - 1;
       size_t s0, sn;
-      gc__slice(cn, owners, mine, &s0, &sn);
+      slice(cn, owners, mine, &s0, &sn);
       for (int s = 1; s < n; s++) {
         int r = (me + s) % n;
         if (r != root) GC_CHECK(copy(comm, out[r] + c0 + s0, out[me] + c0 + s0, sn, comm->ce_copy));

@@ -26,7 +26,6 @@
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
-  XX(PIPELINE_WRITES, "GC_PIPELINE_WRITES", "1", "reduce by the pipelined writes kernel where it can (0 = the older kernels)") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
@@ -165,7 +164,6 @@ struct gc_comm {
   size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
-  int pipeline_writes;    /* from GC_PIPELINE_WRITES */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
@@ -220,20 +218,11 @@ GC_HIDDEN void gc__symmetric_release_all(gc_comm_t comm);
 GC_HIDDEN bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
                                     void *peers[GC_MAX_LOCAL_RANKS]);
 
-/* coll.c, for copyengine.c too. Slice q of cn elements split n ways: 16-element multiples, the
- * last slices shorter. The pipelined reduction by writes (kernels/bywrites.cu): whether this
- * communicator can run it, and the launch for kernel arguments whose regions, send, recv or pub
- * and epilogue are set (es: bytes per input element; everyone: all-reduce). */
-GC_HIDDEN void gc__slice(size_t cn, int n, int q, size_t *s0, size_t *sn);
-GC_HIDDEN const char *gc__bywrites_unusable(gc_comm_t comm);
-struct gc_kargs;
-GC_HIDDEN gc_result_t gc__reduce_bywrites(gc_comm_t comm, struct gc_kargs *a, int everyone, size_t es,
-                                          cudaStream_t stream);
-
 /* copyengine.c: large collectives moved by copy engine (see the file). recv_peers[r] is the
  * output's mapping on rank r: the output must come from gc_mem_alloc. base: the kernels'
  * arguments for the call (peers, op, epilogue, grid). Sizes: bytes per element of input (es) and
  * output (os); for all-gather `part` and for broadcast `bytes` are byte counts. */
+struct gc_kargs;
 struct gc_kpeers;
 GC_HIDDEN gc_result_t gc__ce_init(gc_comm_t comm);
 GC_HIDDEN void gc__ce_destroy(gc_comm_t comm);

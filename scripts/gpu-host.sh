@@ -39,13 +39,14 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
 suites=()   # SUITES="a b": suite4 and suite2 run only these
 for s in ${SUITES:-}; do suites+=(--suite "$s"); done
 # forced PREFIX NP COLL ALGO VARS BENCH_ARGS...: gpucoll-bench with one algorithm on NP GPUs, log
-# and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N).
+# and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N;
+# EAGER=1: --eager, plain buffers instead of gc_mem_alloc).
 forced() {
   local prefix=$1 np=$2 coll=$3 algo=$4 vars=$5
   shift 5
   local envs=() extra=() v name
   for v in ${vars//,/ }; do
-    case $v in M=*) extra+=(-m "${v#M=}") ;; *) envs+=("$v") ;; esac
+    case $v in M=*) extra+=(-m "${v#M=}") ;; EAGER=1) extra+=(--eager) ;; *) envs+=("$v") ;; esac
   done
   name=${prefix}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
   step "$name" 60 env "${envs[@]}" $mpirun -np "$np" "$build/bench/gpucoll-bench" "$coll" -a "$algo" "${extra[@]}" \

@@ -453,73 +453,11 @@ static void test_copyengine_allreduce(void) {
   GC_TEST_OK(gc_mem_free(gc_test_comm, b));
 }
 
-/* The pipelined reduction by writes (twoshot_push with an output from gc_mem_alloc): dtypes, ops,
- * counts that end mid-pack, in place, unaligned offsets, a plain input, fused epilogues and casts;
- * on the default staging area (3 inbox slots of 58 KB per stream on 4 GPUs: the 60 MB case reuses
- * slots) and on a 1 MB one (slots under 1 KB: hundreds of pieces per stream). */
-static void test_bywrites_allreduce(void) {
-  if (!gc_test_peer_gpus("all-reduce by writes", 2)) return;
-  gc_comm_t small = NULL;
-  gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.staging_bytes = 1 << 20;
-  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
-  gc_comm_t comms[2] = {gc_test_comm, small};
-  static const size_t counts[] = {1, 7, 4099, 65537, 1048577};
-  const size_t big = 15000017; /* float32: 60 MB */
-  void *add = gc_test_alloc(big * 2), *eager = gc_test_alloc(big * 2);
-  gc_test_fill(add, big, GC_BFLOAT16, -1, 1499);
-  int salt = 1500;
-  char what[112];
-  for (int k = 0; k < 2; k++) {
-    gc_comm_t c = comms[k];
-    const char *staging = k ? "1 MB staging" : "default staging";
-    void *a = NULL, *b = NULL;
-    GC_TEST_OK(gc_mem_alloc(c, big * 4 + 64, &a));
-    GC_TEST_OK(gc_mem_alloc(c, big * 4 + 64, &b));
-    gc_options_t o = GC_OPTIONS_INIT;
-    o.algo = GC_ALGO_TWOSHOT_PUSH;
-    for (size_t si = 0; si < sizeof counts / sizeof counts[0]; si++) {
-      size_t n = counts[si];
-      snprintf(what, sizeof what, "by writes bf16 sum n=%zu, %s", n, staging);
-      check_allreduce(c, what, a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
-      snprintf(what, sizeof what, "by writes f32 max in place n=%zu, %s", n, staging);
-      check_allreduce(c, what, a, a, n, GC_FLOAT32, GC_MAX, &o, salt++);
-      snprintf(what, sizeof what, "by writes i32 avg n=%zu, %s", n, staging);
-      check_allreduce(c, what, a, b, n, GC_INT32, GC_AVG, &o, salt++);
-    }
-    check_allreduce(c, "by writes f32 sum 60 MB in place", a, a, big, GC_FLOAT32, GC_SUM, &o, salt++);
-    check_allreduce(c, "by writes bf16 sum 30 MB", a, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
-    check_allreduce(c, "by writes f64 prod", a, b, 100003, GC_FLOAT64, GC_PROD, &o, salt++);
-    check_allreduce(c, "by writes u8 min", a, b, 70001, GC_UINT8, GC_MIN, &o, salt++);
-    check_allreduce(c, "by writes i64 sum", a, b, 33333, GC_INT64, GC_SUM, &o, salt++);
-    check_allreduce(c, "by writes f16 sum unaligned", (char *)a + 2, (char *)b + 6, 1000003, GC_FLOAT16, GC_SUM, &o,
-                    salt++);
-    check_allreduce(c, "by writes bf16 from a plain input", eager, b, big, GC_BFLOAT16, GC_SUM, &o, salt++);
-    gc_options_t e = o;
-    e.scale = 0.5;
-    e.add = add;
-    check_allreduce(c, "by writes bf16 scale+add", a, b, 262147, GC_BFLOAT16, GC_SUM, &e, salt++);
-    e.out_dtype = GC_FP8_E4M3;
-    check_allreduce(c, "by writes bf16 scale+add -> fp8", a, b, 1048583, GC_BFLOAT16, GC_SUM, &e, salt++);
-    e.add = NULL;
-    e.scale = 1.0;
-    e.out_dtype = GC_FLOAT32;
-    check_allreduce(c, "by writes bf16 avg -> f32", a, b, 1048583, GC_BFLOAT16, GC_AVG, &e, salt++);
-    check_allreduce(c, "by writes f16 sum -> f32, unaligned", (char *)a + 2, (char *)b + 4, 77777, GC_FLOAT16, GC_SUM,
-                    &e, salt++);
-    GC_TEST_OK(gc_mem_free(c, a));
-    GC_TEST_OK(gc_mem_free(c, b));
-  }
-  GC_TEST_OK(gc_comm_destroy(small));
-  gc_test_free(add);
-  gc_test_free(eager);
-}
-
-/* Calls of every kind queued back to back with no synchronisation: the reduction by writes keeps
- * its inboxes in the staging area that the barrier kernels and copy-ins use too, and its slots and
- * signal values run on from call to call. All bf16 sums, each call on its own slice of the
- * buffers, checked after one synchronisation; then two such calls captured in a graph and
- * replayed. */
+/* Calls of every kind queued back to back with no synchronisation: reduce-scatter by writes keeps
+ * its inboxes in the staging area that the two-shot by writes, the copy-engine reduce-scatter and
+ * the copy-ins use too, and its signal values run on from call to call. All bf16 sums, each call
+ * on its own slice of the buffers, checked after one synchronisation; then an all-reduce and a
+ * reduce-scatter by writes captured in a graph and replayed. */
 enum { Q_AR_SYM, Q_AR_EAGER, Q_RS };
 static void test_bywrites_queued(void) {
   if (!gc_test_peer_gpus("queued calls by writes", 2)) return;
@@ -574,7 +512,7 @@ static void test_bywrites_queued(void) {
     CU_ASSERT_EQUAL(gc_test_check_red(what, &R, h, q[i].count, 1), 0);
   }
 
-  /* Captured once: an all-reduce by writes, then a reduce-scatter by writes of its output. */
+  /* Captured once: a two-shot all-reduce by writes, then a reduce-scatter by writes of its output. */
   const size_t m = 2097169;
   void *exec = NULL;
   gc_options_t o = GC_OPTIONS_INIT;
@@ -682,8 +620,7 @@ void gc_test_suite_p2p(void) {
       {"pdl", test_pdl},
       {"graph capture and replay", test_graph_capture},
       {"copy-engine all-reduce", test_copyengine_allreduce},
-      {"all-reduce by writes", test_bywrites_allreduce},
-      {"queued calls by writes", test_bywrites_queued},
+      {"queued calls, reduce-scatter by writes among them", test_bywrites_queued},
       {"LL all-reduce", test_ll_allreduce},
       {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},
