@@ -165,12 +165,14 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     return gc__launched(comm, gc_kernel_reduce_ll(&a, 0, stream), "all-reduce");
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    /* An input peers cannot read is first copied into the output, which needs the same dtype. */
+    /* An input peers cannot read is first copied into the output, which needs the same dtype.
+     * Without a symmetric output the two-shot by writes takes the call: it sends from the input
+     * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
     GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
-                       GC_ALGO_TWOSHOT, plan));
+                       GC_ALGO_TWOSHOT_PUSH, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       return gc__ce_allreduce(comm, &a, in_ok ? sym_in : NULL, send, sym_out, count, es, os, o->add, stream);
@@ -247,6 +249,16 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   size_t total = sp->rows * sp->cols;
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
+  /* From an input peers cannot read, the read kernel needs every chunk copied into staging first;
+   * past 16 MB the reduce-scatter by writes, which reads the input where it is, is faster (run 24,
+   * gpucoll-bench --eager, bf16, us, by writes against the table's one-shot: 4 GPUs 663.9 / 2545.9
+   * vs 864.0 / 3456.2 at 256 MB / 1 GB, 2 GPUs 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the
+   * one-shot still wins, 60.21 vs 68.20 on 4 GPUs). */
+  if (plan->from_table && plan->algo == GC_ALGO_ONESHOT && !in_zero && sp->axis != 1 && total * es > ((size_t)16 << 20) &&
+      bywrites_slot(comm) >= 256)
+    plan->algo = GC_ALGO_TWOSHOT_PUSH;
   if (plan->algo == GC_ALGO_ONESHOT_LL) { /* contiguous parts (the dispatcher checked) */
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
     a.send = send;
@@ -265,8 +277,6 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
       return reducescatter_bywrites(comm, &a, es, stream);
     }
   }
-  void *sym_in[GC_MAX_LOCAL_RANKS];
-  int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE)
