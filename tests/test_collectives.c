@@ -368,21 +368,47 @@ static void test_broadcast(void) {
 
 /* ---- the copy-engine path -------------------------------------------------------------------- */
 
-static int copyengine_cases(void) {
+/* 1-D reduce-scatters: every dtype of dts x every count, out of place and in place, the op
+ * changing from case to case. */
+static int rs_sweep(const gc_dtype_t *dts, size_t ndts, const size_t *counts, size_t ncounts) {
   int bad = 0;
-  static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT64, GC_INT32, GC_UINT8};
-  static const size_t counts[] = {1, 3, 1021, 262147};
-  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+  for (size_t d = 0; d < ndts; d++)
+    for (size_t k = 0; k < ncounts; k++)
       for (int ip = 0; ip < 2; ip++) {
-        rs_case_t c = rs1(dts[d], ip ? GC_MAX : GC_SUM, counts[k], ip);
+        rs_case_t c = rs1(dts[d], (gc_op_t)((d + k + ip) % GC_NUM_OPS), counts[k], ip);
         bad += !run_rs(&c);
       }
+  return bad;
+}
+
+/* Every epilogue at once: a bf16 sum scaled by 1/4, plus a vector, cast to fp8 e4m3. */
+static int rs_fp8_epilogue(void) {
   rs_case_t e = rs1(GC_BFLOAT16, GC_SUM, 300007, 0);
   e.scale = 0.25;
   e.with_add = 1;
   e.out_dtype = GC_FP8_E4M3;
-  bad += !run_rs(&e);
+  return !run_rs(&e);
+}
+
+/* cases() again on a communicator with a 1 MB staging area (inbox rows and slots a fraction of
+ * the default: many chunks or pieces per call). */
+static int on_small_staging(int (*cases)(void)) {
+  gc_comm_t keep = gc_test_comm, small = NULL;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = 1 << 20;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  gc_test_comm = small;
+  int bad = cases();
+  gc_test_comm = keep;
+  GC_TEST_OK(gc_comm_destroy(small));
+  return bad;
+}
+
+static int copyengine_cases(void) {
+  static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT64, GC_INT32, GC_UINT8};
+  static const size_t counts[] = {1, 3, 1021, 262147};
+  int bad = rs_sweep(dts, sizeof dts / sizeof dts[0], counts, sizeof counts / sizeof counts[0]);
+  bad += rs_fp8_epilogue();
   rs_case_t rows = {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1, 0, 1001, 517, 0, 1.0, 0}; /* axis 0, uneven */
   bad += !run_rs(&rows);
   for (int d = 0; d < GC_NUM_DTYPES; d++)
@@ -403,16 +429,8 @@ static void test_copyengine(void) {
   mode_algo = GC_ALGO_COPYENGINE;
   mode_symmetric = 1;
   int bad = copyengine_cases();
-  /* A 1 MB staging area: inbox rows of tens of KB, so every reduce-scatter runs many chunks
-   * through all of its buffers. */
-  gc_comm_t keep = gc_test_comm, small = NULL;
-  gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.staging_bytes = 1 << 20;
-  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
-  gc_test_comm = small;
-  bad += copyengine_cases();
-  gc_test_comm = keep;
-  GC_TEST_OK(gc_comm_destroy(small));
+  /* Inbox rows of tens of KB: every reduce-scatter runs many chunks through all of its buffers. */
+  bad += on_small_staging(copyengine_cases);
   /* Column blocks are not contiguous and outputs must be symmetric: asking is an error, the
    * dispatch table's choice falls back to the kernels. */
   mode_symmetric = 0;
@@ -464,20 +482,10 @@ static void test_broadcast_push(void) {
 /* ---- reduce-scatter by writes (twoshot_push) -------------------------------------------------- */
 
 static int rs_bywrites_cases(void) {
-  int bad = 0;
   static const size_t counts[] = {0, 1, 3, 1021, 262147};
-  for (int d = 0; d < GC_TEST_NUM_REDUCIBLE; d++)
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
-      for (int ip = 0; ip < 2; ip++) {
-        rs_case_t c = rs1(gc_test_reducible[d], (gc_op_t)((d + k + ip) % GC_NUM_OPS), counts[k], ip);
-        bad += !run_rs(&c);
-      }
-  rs_case_t e = rs1(GC_BFLOAT16, GC_SUM, 300007, 0);
-  e.scale = 0.25;
-  e.with_add = 1;
-  e.out_dtype = GC_FP8_E4M3;
-  bad += !run_rs(&e);
-  e = rs1(GC_FLOAT16, GC_AVG, 4099, 0);
+  int bad = rs_sweep(gc_test_reducible, GC_TEST_NUM_REDUCIBLE, counts, sizeof counts / sizeof counts[0]);
+  bad += rs_fp8_epilogue();
+  rs_case_t e = rs1(GC_FLOAT16, GC_AVG, 4099, 0);
   e.out_dtype = GC_FLOAT32;
   bad += !run_rs(&e);
   e = rs1(GC_INT32, GC_SUM, 1021, 1);
@@ -495,18 +503,13 @@ static void test_rs_bywrites(void) {
   if (!gc_test_peer_gpus("reduce-scatter by writes", 2)) return;
   mode_algo = GC_ALGO_TWOSHOT_PUSH;
   int bad = 0;
-  /* Any buffers: plain and from gc_mem_alloc; a 1 MB staging area (inbox slots of a few hundred
-   * bytes, thousands of pieces per block). */
+  /* Any buffers: plain and from gc_mem_alloc; inbox slots under 1 KB (hundreds of pieces per
+   * stream). */
   for (mode_symmetric = 0; mode_symmetric < 2; mode_symmetric++) bad += rs_bywrites_cases();
   mode_symmetric = 0;
-  gc_comm_t keep = gc_test_comm, small = NULL, tiny = NULL;
+  bad += on_small_staging(rs_bywrites_cases);
+  gc_comm_t tiny = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.staging_bytes = 1 << 20;
-  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
-  gc_test_comm = small;
-  bad += rs_bywrites_cases();
-  gc_test_comm = keep;
-  GC_TEST_OK(gc_comm_destroy(small));
   /* Refused by name: column blocks, and a staging area too small for the inboxes. */
   void *send = gc_test_alloc(64 * 64 * 4), *recv = gc_test_alloc(64 * 64 * 4);
   gc_options_t o = GC_OPTIONS_INIT;

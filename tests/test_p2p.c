@@ -241,6 +241,18 @@ static void test_graph_capture(void) {
   gc_test_free(gather);
 }
 
+/* Elements i < m of the bf16 buffer `got` that are not n times element i of `once` (within 1%:
+ * a call whose inputs were another call's bf16 outputs). */
+static size_t not_n_times(const unsigned short *once, const unsigned short *got, size_t m, int n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < m; i++) {
+    float want = (float)gc_element_get(once, i, GC_BFLOAT16) * n;
+    float x = (float)gc_element_get(got, i, GC_BFLOAT16);
+    bad += !(fabsf(x - want) <= 1e-2f * fabsf(want) + 1e-6f);
+  }
+  return bad;
+}
+
 /* The barrier-free all-reduce (oneshot_ll): counts that end mid-pack, every dtype it takes, ops,
  * in place, unaligned pointers, epilogues and casts; calls of changing sizes queued back to back
  * (the generations rotate, each left all-ones for the next), with other collectives' LL calls
@@ -355,13 +367,7 @@ static void test_ll_allreduce(void) {
     /* The second call sums n copies of the first's output (every rank holds the same). */
     gc_test_download(g2, (char *)b + m * 2, m * 2);
     CU_ASSERT(gc_test_same_on_all_ranks(g2, m * 2));
-    bad = 0;
-    for (size_t i = 0; i < m; i++) {
-      float once = (float)gc_element_get(g, i, GC_BFLOAT16) * gc_test_size;
-      float twice = (float)gc_element_get(g2, i, GC_BFLOAT16);
-      bad += !(fabsf(twice - once) <= 1e-2f * fabsf(once) + 1e-6f);
-    }
-    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(not_n_times(g, g2, m, gc_test_size), 0);
   }
   gc_test_graph_destroy(exec);
   free(g);
@@ -536,13 +542,7 @@ static void test_bywrites_queued(void) {
     CU_ASSERT_EQUAL(gc_test_check_red("by writes graph replay", &R, g, m, 1), 0);
     /* The reduce-scatter sums n copies of the all-reduce's output (every rank holds the same). */
     gc_test_download(h, eag_out, m / n * 2);
-    size_t bad = 0;
-    for (size_t i = 0; i < m / n; i++) {
-      float once = (float)gc_element_get(g, me * (m / n) + i, GC_BFLOAT16) * n;
-      float got = (float)gc_element_get(h, i, GC_BFLOAT16);
-      bad += !(fabsf(got - once) <= 1e-2f * fabsf(once) + 1e-6f);
-    }
-    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(not_n_times(g + me * (m / n), h, m / n, n), 0);
   }
   gc_test_graph_destroy(exec);
   free(g);
