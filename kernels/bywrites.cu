@@ -34,15 +34,15 @@ __device__ __forceinline__ unsigned char *inbox(const gc_kargs_t &a, int q, int 
 // flight per thread before their stores cross NVLink.
 __device__ __forceinline__ void send_piece(unsigned char *box, const char *part, size_t len, size_t at,
                                            size_t units) {
-  const size_t first = at / 16, T = blockDim.x;
-  for (size_t u = threadIdx.x; u < units; u += 4 * T) {
+  const size_t first = at / 16, step = blockDim.x;
+  for (size_t u = threadIdx.x; u < units; u += 4 * step) {
     uint4 w[4];
 #pragma unroll
     for (int k = 0; k < 4; k++)
-      if (u + k * T < units) w[k] = load_unit(part, len, first + u + k * T);
+      if (u + k * step < units) w[k] = load_unit(part, len, first + u + k * step);
 #pragma unroll
     for (int k = 0; k < 4; k++)
-      if (u + k * T < units) *(uint4 *)(box + (u + k * T) * 16) = w[k];
+      if (u + k * step < units) *(uint4 *)(box + (u + k * step) * 16) = w[k];
   }
 }
 
@@ -70,7 +70,7 @@ __device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int slot, int 
       Pack<T, true> r;
 #pragma unroll
       for (int x = 0; x < E; x++) r.v[x] = from_acc<T>(acc[x]);
-      put_word(dst, *reinterpret_cast<const uint4 *>(r.v), valid * es);
+      store_unit((char *)dst, valid * es, 0, *reinterpret_cast<const uint4 *>(r.v));
     } else {
       alignas(16) unsigned char out[64];
       put_bytes(dst, out, pack_results<T, A>(a, acc, k, valid, false, out));

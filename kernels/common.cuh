@@ -408,19 +408,6 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
     for (size_t b = 0; b < len; b++) dst[b] = src[b];
 }
 
-// The first len (<= 16) bytes of w at dst, which may sit at any offset: from registers, so a
-// caller's pack never goes through local memory.
-__device__ __forceinline__ void put_word(unsigned char *dst, const uint4 &w, size_t len) {
-  if (len == 16 && aligned16(dst)) {
-    *(uint4 *)dst = w;
-    return;
-  }
-  for (size_t b = 0; b < len; b++) {
-    const uint32_t x = b < 4 ? w.x : b < 8 ? w.y : b < 12 ? w.z : w.w;
-    dst[b] = (unsigned char)(x >> (8 * (b & 3)));
-  }
-}
-
 // Copies nbytes with 16-byte accesses where both ends allow it, bytes otherwise. Four loads are
 // in flight per thread before their stores, to cover NVLink latency.
 __device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes) {
