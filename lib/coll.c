@@ -251,14 +251,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
-  /* From an input peers cannot read, the read kernel needs every chunk copied into staging first;
-   * past 16 MB the reduce-scatter by writes, which reads the input where it is, is faster (run 24,
-   * gpucoll-bench --eager, bf16, us, by writes against the table's one-shot: 4 GPUs 663.9 / 2545.9
-   * vs 864.0 / 3456.2 at 256 MB / 1 GB, 2 GPUs 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the
-   * one-shot still wins, 60.21 vs 68.20 on 4 GPUs). */
-  if (plan->from_table && plan->algo == GC_ALGO_ONESHOT && !in_zero && sp->axis != 1 && total * es > ((size_t)16 << 20) &&
-      bywrites_slot(comm) >= 256)
-    plan->algo = GC_ALGO_TWOSHOT_PUSH;
+  if (!in_zero && plan->plain != GC_ALGO_AUTO) plan->algo = plan->plain; /* the table's row says so */
   if (plan->algo == GC_ALGO_ONESHOT_LL) { /* contiguous parts (the dispatcher checked) */
     for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
     a.send = send;

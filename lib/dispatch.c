@@ -15,6 +15,7 @@ typedef struct {
   gc_algo_t algo;    /* broadcast: ONESHOT = one-stage pull, TWOSHOT = scatter + all-gather */
   int max_blocks;    /* cap; the grid is sized to the work below it */
   gc_algo_t fallback; /* LL rows: the choice for dtypes and sizes LL cannot take */
+  gc_algo_t plain;    /* reduce-scatter rows: the choice for an input not from gc_mem_alloc (NONE: the same) */
 } row_t;
 
 #define KB ((size_t)1 << 10)
@@ -33,58 +34,63 @@ typedef struct {
  * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: not measured
  * (no 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
 static const row_t rows[] = {
-    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
      * 1 MB 7.24 (run 12, one pack per thread) vs two-shot by writes 9.69. */
-    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
-    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* 4 GPUs, us (run 14, bench/results/forced/ll4_allreduce_*_run14.txt): LL one-shot 3.62 /
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
      * writes 12.64 / 29.36 / 80.76 / 298.3 at 1 / 4 / 16 / 64 MB against two-shot by reads 15.78 /
      * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB (ll4_auto_run14.txt). */
-    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
      * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
-    {GC_COLL_REDUCESCATTER, 2, 8, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_REDUCESCATTER, 2, 8, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    /* From a plain input the one-shot copies every chunk into staging first; past 16 MB the
+     * reduce-scatter by writes, which sends from the input where it is, is faster (run 24,
+     * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
+     * 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the one-shot wins, 60.21 vs 68.20 on 4 GPUs). */
+    {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2
      * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
-    {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 119.2 vs 114.1 us */
-    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE}, /* 64 MB: 164.8 vs 167.4 us */
-    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE},
-    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 119.2 vs 114.1 us */
+    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
+    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* Broadcast, us (run 17, forced, 1 KB - 4 MB: bench/results/forced/bcast{4,2}_*_run17.txt; run
      * 18, 1 MB - 256 MB: forced/bcast{4,2}_*_run18.txt). 2 GPUs: the push one-shot 2.97 / 3.18 at
      * 1 / 16 KB against LL's 3.23 / 3.33; LL 3.45 / 3.85 / 5.95 / 14.74 / 52.81 at 64 KB / 256 KB /
      * 1 / 4 / 16 MB against the one-shot's 3.90 / 4.73 / 10.41 / 20.65 and the by-writes kernel's
      * 54.46 at 16 MB; by writes 100.4 / 189.6 at 32 / 64 MB against LL's 105.7 / 211.4; one copy
      * engine copy 721.4 at 256 MB against 733.1. */
-    {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
      * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB; by writes (owners to 64
      * MB, then the ring; coll.c) 221.7 / 783.1 at 64 / 256 MB against LL's 238.8 / 949.9 and the copy
      * engines' 338.9 / 1127.8. */
-    {GC_COLL_BROADCAST, 3, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE},
-    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT},
-    {GC_COLL_BROADCAST, 3, 8, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE},
+    {GC_COLL_BROADCAST, 3, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 3, 8, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
 };
 
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
@@ -123,7 +129,7 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   }
   const row_t *row = find_row(coll, comm->local_size, bytes);
   if (algo == GC_ALGO_AUTO) algo = gc__tuned_algo(comm, coll, bytes);
-  plan->from_table = algo == GC_ALGO_AUTO && comm->p2p_ready && row;
+  plan->plain = algo == GC_ALGO_AUTO && comm->p2p_ready && row ? row->plain : NONE;
   if (algo == GC_ALGO_AUTO) algo = comm->p2p_ready && row ? row->algo : GC_ALGO_MPI;
   if (algo != GC_ALGO_MPI && !comm->p2p_ready) {
     if (explicit_algo)
@@ -185,6 +191,8 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
                           algo, rows[i].max_blocks);
     if (rows[i].fallback != GC_ALGO_AUTO && n < cap)
       n += (size_t)snprintf(text + n, cap - n, " (other dtypes: %s)", gc_algo_name(rows[i].fallback));
+    if (rows[i].plain != GC_ALGO_AUTO && n < cap)
+      n += (size_t)snprintf(text + n, cap - n, " (input not from gc_mem_alloc: %s)", gc_algo_name(rows[i].plain));
     if (n < cap) n += (size_t)snprintf(text + n, cap - n, "\n");
   }
   if (!comm->p2p_ready && n < cap)

@@ -276,7 +276,7 @@ typedef struct gc__plan {
   gc_algo_t algo;
   int blocks;
   int threads;
-  int from_table; /* algo is the table's row (not asked for, forced, or tuned) */
+  gc_algo_t plain; /* the table row's choice for an input not from gc_mem_alloc (AUTO: algo) */
 } gc__plan_t;
 /* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
 GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes,
