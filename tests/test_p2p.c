@@ -241,6 +241,21 @@ static void test_graph_capture(void) {
   gc_test_free(gather);
 }
 
+/* One replay of exec: `in` refilled (m bf16 elements, salt), `poison` bytes at `out` poisoned,
+ * then the first m results at out downloaded into host; returns how many (every stride-th) are
+ * not the all-reduce of that input. */
+static size_t replay_allreduce(void *exec, void *stream, void *in, void *out, size_t m, size_t poison, int salt,
+                               size_t stride, const char *what, unsigned short *host) {
+  gc_test_fill(in, m, GC_BFLOAT16, gc_test_rank, salt);
+  gc_test_poison(out, poison);
+  CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
+  GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+  gc_test_download(host, out, m * 2);
+  gc_test_red_t R;
+  gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, salt);
+  return gc_test_check_red(what, &R, host, m, stride);
+}
+
 /* Elements i < m of the bf16 buffer `got` that are not n times element i of `once` (within 1%:
  * a call whose inputs were another call's bf16 outputs). */
 static size_t not_n_times(const unsigned short *once, const unsigned short *got, size_t m, int n) {
@@ -356,14 +371,7 @@ static void test_ll_allreduce(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(g);
   CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
   for (int replay = 0; replay < 3; replay++) {
-    gc_test_fill(a, m, GC_BFLOAT16, gc_test_rank, 1300 + replay);
-    gc_test_poison(b, m * 4);
-    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
-    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
-    gc_test_download(g, b, m * 2);
-    gc_test_red_t R;
-    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 1300 + replay);
-    CU_ASSERT_EQUAL(gc_test_check_red("LL graph replay", &R, g, m, 1), 0);
+    CU_ASSERT_EQUAL(replay_allreduce(exec, stream, a, b, m, m * 4, 1300 + replay, 1, "LL graph replay", g), 0);
     /* The second call sums n copies of the first's output (every rank holds the same). */
     gc_test_download(g2, (char *)b + m * 2, m * 2);
     CU_ASSERT(gc_test_same_on_all_ranks(g2, m * 2));
@@ -436,16 +444,8 @@ static void test_copyengine_allreduce(void) {
   CU_ASSERT_FATAL(gc_test_all(capture_ok && r == GC_SUCCESS));
   unsigned short *h = malloc(m * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-  for (int replay = 0; replay < 3; replay++) {
-    gc_test_fill(a, m, GC_BFLOAT16, gc_test_rank, 950 + replay);
-    gc_test_poison(b, m * 2);
-    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
-    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
-    gc_test_download(h, b, m * 2);
-    gc_test_red_t R;
-    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 950 + replay);
-    CU_ASSERT_EQUAL(gc_test_check_red("copyengine graph replay", &R, h, m, 97), 0);
-  }
+  for (int replay = 0; replay < 3; replay++)
+    CU_ASSERT_EQUAL(replay_allreduce(exec, stream, a, b, m, m * 2, 950 + replay, 97, "copyengine graph replay", h), 0);
   free(h);
   gc_test_graph_destroy(exec);
 
@@ -531,15 +531,9 @@ static void test_bywrites_queued(void) {
   unsigned short *g = malloc(m * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(g);
   for (int replay = 0; replay < 3; replay++) {
-    gc_test_fill(sym_in, m, GC_BFLOAT16, me, 1700 + replay);
-    gc_test_poison(sym_out, m * 2);
     gc_test_poison(eag_out, m / n * 2);
-    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
-    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
-    gc_test_download(g, sym_out, m * 2);
-    gc_test_red_t R;
-    gc_test_red_init(&R, GC_BFLOAT16, GC_SUM, 1700 + replay);
-    CU_ASSERT_EQUAL(gc_test_check_red("by writes graph replay", &R, g, m, 1), 0);
+    CU_ASSERT_EQUAL(replay_allreduce(exec, stream, sym_in, sym_out, m, m * 2, 1700 + replay, 1, "by writes graph replay", g),
+                    0);
     /* The reduce-scatter sums n copies of the all-reduce's output (every rank holds the same). */
     gc_test_download(h, eag_out, m / n * 2);
     CU_ASSERT_EQUAL(not_n_times(g + me * (m / n), h, m / n, n), 0);
