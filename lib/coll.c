@@ -249,26 +249,22 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   size_t total = sp->rows * sp->cols;
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  /* Contiguous parts as the LL, by-writes and push kernels take them, straight from send into
+   * recv (the chunked and column paths below set their own). */
+  for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
+  a.send = send;
+  a.recv = recv;
+  if (plan->algo == GC_ALGO_ONESHOT_LL) /* contiguous parts (the dispatcher checked) */
+    return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
   void *sym_in[GC_MAX_LOCAL_RANKS];
   int in_zero = gc__symmetric_lookup(comm, send, total * es, sym_in);
   if (!in_zero && plan->plain != GC_ALGO_AUTO) plan->algo = plan->plain; /* the table's row says so */
-  if (plan->algo == GC_ALGO_ONESHOT_LL) { /* contiguous parts (the dispatcher checked) */
-    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
-    a.send = send;
-    a.recv = recv;
-    return gc__launched(comm, gc_kernel_reduce_ll(&a, 1, stream), "reduce-scatter");
-  }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) { /* by writes: contiguous parts, any pointers */
     const char *why = sp->axis == 1             ? "contiguous parts (axis 0 or 1-D)"
                       : bywrites_slot(comm) < 256 ? "a larger staging area (GC_STAGING_BYTES)"
                                                   : NULL;
     GC_CHECK(usable_or(comm, o, why == NULL, why, GC_ALGO_ONESHOT, plan));
-    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-      for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
-      a.send = send;
-      a.recv = recv;
-      return reducescatter_bywrites(comm, &a, es, stream);
-    }
+    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) return reducescatter_bywrites(comm, &a, es, stream);
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
@@ -301,9 +297,6 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   for (int r = 0; r < n; r++) maxlen = sp->len[r] > maxlen ? sp->len[r] : maxlen;
   if (maxlen * es <= GC_PUSH_MAX_BYTES) {
     /* Small parts: pushed straight from send into the owners' push areas, one barrier. */
-    for (int r = 0; r < n; r++) a.region[r] = (gc_kregion_t){1, sp->len[r], sp->off[r], 0, 0};
-    a.send = send;
-    a.recv = recv;
     return gc__launched(comm, gc_kernel_push_reducescatter(&a, stream), "reduce-scatter");
   }
   size_t chunk = in_zero ? maxlen : (staging_half(comm) / es / n) & ~(size_t)15;
