@@ -126,17 +126,26 @@ __device__ __forceinline__ void write_piece(const char *src, size_t len, char *c
     for (int d = 0; d < nd; d++) dst[d][i] = src[i];
 }
 
+// Owner of block b's k-th piece: the non-root ranks in turn over k and b.
+__device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
+  const int o = (int)((k + blockIdx.x) % owners);
+  return o < root ? o : o + 1;
+}
+
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). Block b's k-th
 // piece is bytes [(k * blocks + b) * piece, + piece). Through owners (two hops): the piece's
 // owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
 // of them; root writes the piece into the owner's output (and its own, out of place) and signals
-// the owner; the owner writes it on to every other rank and signals each of them; everyone else
-// waits for the owner's signal. Along the ring (n - 1 hops, one writer per receiver): each rank
-// waits for the piece from the rank before it and writes it on to the rank after it, up to the
-// rank before root. Signals are block b's slots with the value epoch + k + 1, so they only grow
-// and pieces never mix; there is no closing barrier: a rank's kernel ends only once all its
-// pieces have arrived, and the next call's entry barrier keeps its writes out of outputs still
-// in use.
+// the owner; the owner writes it on to every other rank and signals each of them. A rank waits
+// only for root's signals of the pieces it owns while it forwards them, and for the other owners'
+// pieces once, at the end (each owner's last signal in this block: signals are released in
+// order, so it covers the owner's earlier pieces); waiting for every piece in turn made each
+// block's owners forward one after another (run 29 measures the change). Along the ring (n - 1
+// hops, one writer per receiver): each rank waits for the piece from the rank before it and
+// writes it on to the rank after it, up to the rank before root. Signals are block b's slots with
+// the value epoch + k + 1, so they only grow and pieces never mix; there is no closing barrier: a
+// rank's kernel ends only once all its pieces have arrived, and the next call's entry barrier
+// keeps its writes out of outputs still in use.
 template <bool VEC>
 __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
   pdl_begin(a.pdl);
@@ -151,7 +160,7 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
   uint32_t k = 0;
   for (size_t off = blockIdx.x * piece; off < bytes; off += stride, k++) {
     const size_t len = min(piece, bytes - off);
-    const int o = (int)((k + blockIdx.x) % owners), owner = o < root ? o : o + 1;
+    const int owner = owner_of(k, root, owners);
     const uint32_t mark = base + k + 1;
     char *dst[GC_MAX_LOCAL_RANKS];
     int nd = 0;
@@ -174,9 +183,22 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
         if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
       write_piece<VEC>(own + off, len, dst, nd);
       sync.signal_each(((1u << n) - 1) & ~(1u << root) & ~(1u << me), mark);
-    } else {
-      if (!sync.wait(owner, mark)) return;
     }
+  }
+  if (!a.ring && me != root) {
+    // The other owners' last pieces in this block (pieces 0 .. k - 1): thread r waits for rank
+    // r's, which owns pieces first, first + owners, ...
+    const int r = (int)threadIdx.x;
+    unsigned from = 0;
+    uint32_t last_mark = 0;
+    if (r < n && r != root && r != me && k > 0) {
+      const uint32_t first = (uint32_t)(((r < root ? r : r - 1) - (int)(blockIdx.x % owners) + owners) % owners);
+      if (first < k) {
+        from = 1u << r;
+        last_mark = base + first + (k - 1 - first) / owners * owners + 1;
+      }
+    }
+    if (!sync.wait_each(from, last_mark)) return;
   }
   sync.epoch = base + k;
   sync.done();

@@ -340,8 +340,8 @@ struct Sync {
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
   // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
-  // (or more) here; thread r waits for rank r. Signals of block `row` (default: this block's
-  // counterparts).
+  // (or more) here; thread r waits for rank r, with its own `from` and `value` (they may differ
+  // per thread). Signals of block `row` (default: this block's counterparts).
   __device__ bool wait_each(unsigned from, uint32_t value, int row = -1) {
     const int b = row < 0 ? (int)blockIdx.x : row;
     const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&

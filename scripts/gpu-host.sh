@@ -40,17 +40,17 @@ suites=()   # SUITES="a b": suite4 and suite2 run only these
 for s in ${SUITES:-}; do suites+=(--suite "$s"); done
 # forced PREFIX NP COLL ALGO VARS BENCH_ARGS...: gpucoll-bench with one algorithm on NP GPUs, log
 # and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N;
-# EAGER=1: --eager, plain buffers instead of gc_mem_alloc).
+# EAGER=1: --eager, plain buffers instead of gc_mem_alloc; G=0: stream launches, not graph replay).
 forced() {
   local prefix=$1 np=$2 coll=$3 algo=$4 vars=$5
   shift 5
-  local envs=() extra=() v name
+  local envs=() extra=() graph=1 v name
   for v in ${vars//,/ }; do
-    case $v in M=*) extra+=(-m "${v#M=}") ;; EAGER=1) extra+=(--eager) ;; *) envs+=("$v") ;; esac
+    case $v in M=*) extra+=(-m "${v#M=}") ;; EAGER=1) extra+=(--eager) ;; G=*) graph=${v#G=} ;; *) envs+=("$v") ;; esac
   done
   name=${prefix}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
   step "$name" 60 env "${envs[@]}" $mpirun -np "$np" "$build/bench/gpucoll-bench" "$coll" -a "$algo" "${extra[@]}" \
-    -G 1 -d bfloat16 -c 1 "$@" --csv "$logs/$name.csv"
+    -G "$graph" -d bfloat16 -c 1 "$@" --csv "$logs/$name.csv"
   grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
 }
 
