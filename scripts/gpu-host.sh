@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
-# usage: scripts/gpu-host.sh [STEP...]   steps: build tests tests2 suite4 suite2 tests8 p2p bench algos ll
+# usage: scripts/gpu-host.sh [STEP...]   steps: build tests schedules tests2 suite4 suite2 tests8 p2p bench algos ll
 #        blocks probe benchfull lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
 #        every wait of suite4 and suite2, 30000 by default)
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
@@ -54,6 +54,14 @@ forced() {
   grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
 }
 
+# The collectives suite on 4 GPUs with each broadcast-by-writes schedule, many pieces per block.
+schedules() {
+  for sched in ring owners; do
+    step gpu_np4_bcast_$sched 120 env GC_TIMEOUT_MS=30000 GC_PUSH_SCHEDULE=$sched GC_PUSH_PIECE=4096 \
+      $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite collectives
+  done
+}
+
 steps=("$@")
 [ $# -eq 0 ] && steps=(build tests bench)
 for s in "${steps[@]}"; do
@@ -64,10 +72,8 @@ for s in "${steps[@]}"; do
       tail -5 "$logs/configure.log"
       step make 300 cmake --build "$build" -j 32 ;;
     tests)  step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu
-            for sched in ring owners; do
-              step gpu_np4_bcast_$sched 120 env GC_TIMEOUT_MS=30000 GC_PUSH_SCHEDULE=$sched GC_PUSH_PIECE=4096 \
-                $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite collectives
-            done ;;
+            schedules ;;
+    schedules) schedules ;;
     tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
