@@ -133,9 +133,7 @@ __device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
 }
 
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). Block b's k-th
-// piece is bytes [(k * blocks + b) * piece, + piece), but the last wave of blocks x piece bytes
-// goes in pieces of tail_piece (a.tail_split times smaller), so that the last hops, which
-// nothing overlaps, are short. Through owners (two hops): the piece's
+// piece is bytes [(k * blocks + b) * piece, + piece). Through owners (two hops): the piece's
 // owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
 // of them; root writes the piece into the owner's output (and its own, out of place) and signals
 // the owner; the owner writes it on to every other rank and signals each of them. A rank waits
@@ -149,25 +147,25 @@ __device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
 // rank's kernel ends only once all its pieces have arrived, and the next call's entry barrier
 // keeps its writes out of outputs still in use.
 template <bool VEC>
-__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece, size_t tail_piece) {
+__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, root = a.root, owners = n - 1;
-  const size_t bytes = a.count * dtype_size(a.dtype), wave = (size_t)gridDim.x * piece;
+  const size_t bytes = a.count * dtype_size(a.dtype), stride = (size_t)gridDim.x * piece;
   const char *send = (const char *)a.send;
   char *own = (char *)a.recv;
   if (!sync.barrier()) return;  // every output may be written
   const uint32_t base = sync.epoch;
   const int next = (me + 1) % n, last = (root + n - 1) % n;
   uint32_t k = 0;
-  // Piece k of this block: bytes [off, off + len). False when a wait timed out.
-  auto move = [&](size_t off, size_t len) -> bool {
+  for (size_t off = blockIdx.x * piece; off < bytes; off += stride, k++) {
+    const size_t len = min(piece, bytes - off);
     const int owner = owner_of(k, root, owners);
-    const uint32_t mark = base + ++k;
+    const uint32_t mark = base + k + 1;
     char *dst[GC_MAX_LOCAL_RANKS];
     int nd = 0;
     if (a.ring) {
-      if (me != root && !sync.wait((me + n - 1) % n, mark)) return false;
+      if (me != root && !sync.wait((me + n - 1) % n, mark)) return;
       if (me != last) {
         dst[nd++] = (char *)a.pub[next] + off;
         if (me == root && send != own) dst[nd++] = own + off;
@@ -180,21 +178,13 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
       write_piece<VEC>(send + off, len, dst, nd);
       sync.signal(owner, mark);
     } else if (me == owner) {
-      if (!sync.wait(root, mark)) return false;
+      if (!sync.wait(root, mark)) return;
       for (int r = 0; r < n; r++)
         if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
       write_piece<VEC>(own + off, len, dst, nd);
       sync.signal_each(((1u << n) - 1) & ~(1u << root) & ~(1u << me), mark);
     }
-    return true;
-  };
-  // The body in pieces and, from two waves up, the last wave in smaller ones: the call ends with
-  // the last piece's last hop.
-  const size_t body = bytes >= 2 * wave ? (bytes - wave) & ~(size_t)15 : bytes;
-  for (size_t off = blockIdx.x * piece; off < body; off += wave)
-    if (!move(off, min(piece, body - off))) return;
-  for (size_t off = body + blockIdx.x * tail_piece; off < bytes; off += (size_t)gridDim.x * tail_piece)
-    if (!move(off, min(tail_piece, bytes - off))) return;
+  }
   if (!a.ring && me != root) {
     // The other owners' last pieces in this block (pieces 0 .. k - 1): thread r waits for rank
     // r's, which owns pieces first, first + owners, ...
@@ -234,11 +224,8 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
   piece = piece < 8192 ? 8192 : piece > 65536 ? 65536 : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
-  const size_t split = a->tail_split > 1 ? (size_t)a->tail_split : 1;
-  size_t tail_piece = (piece / split + 15) & ~(size_t)15;
-  if (tail_piece < 1024) tail_piece = piece < 1024 ? piece : 1024;
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
-  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece, tail_piece);
-  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece, tail_piece);
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }

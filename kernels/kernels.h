@@ -86,7 +86,6 @@ typedef struct gc_kargs {
   int blocks, threads;
   int pdl;
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
-  int tail_split;    /* broadcast by writes: the last wave's pieces are piece / tail_split (1 = not split) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
 } gc_kargs_t;

@@ -418,7 +418,6 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       a.count = count;
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
-      a.tail_split = comm->push_tail;
       a.ring = push_schedule_ring(comm, count * es);
       return gc__launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
