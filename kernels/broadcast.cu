@@ -140,9 +140,10 @@ __device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
 // only for root's signals of the pieces it owns while it forwards them, and for the other owners'
 // pieces once, at the end (each owner's last signal in this block: signals are released in
 // order, so it covers the owner's earlier pieces); waiting for every piece in turn made each
-// block's owners forward one after another (run 29 measures the change). Along the ring (n - 1
-// hops, one writer per receiver): each rank waits for the piece from the rank before it and
-// writes it on to the rank after it, up to the rank before root. Signals are block b's slots with
+// block's owners forward one after another (4 x H200, 32 KB pieces: 64 MB 230.0 us before, run
+// 8, and 210.5 after, run 29; 256 MB 964.7 and 790.8). Along the ring (n - 1 hops, one writer per
+// receiver): each rank waits for the piece from the rank before it and writes it on to the rank
+// after it, up to the rank before root. Signals are block b's slots with
 // the value epoch + k + 1, so they only grow and pieces never mix; there is no closing barrier: a
 // rank's kernel ends only once all its pieces have arrived, and the next call's entry barrier
 // keeps its writes out of outputs still in use.
@@ -218,11 +219,14 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
 extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
-  // About four pieces per block, 16-byte multiples from 8 to 64 KB: short pipelines for small
-  // data (each piece pays a signal), big pieces for large data.
+  // About four pieces per block, 16-byte multiples from 8 KB to 64 KB (32 KB through owners on 3+
+  // GPUs): short pipelines for small data (each piece pays a signal), big pieces for large data.
+  // 4 x H200, owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and 215.4 with 64 KB (two
+  // forced runs, run 29); the ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
+  const size_t most = !a->ring && a->peers.nranks > 2 ? 32768 : 65536;
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
-  piece = piece < 8192 ? 8192 : piece > 65536 ? 65536 : piece;
+  piece = piece < 8192 ? 8192 : piece > most ? most : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
