@@ -3,12 +3,16 @@
 // one peer), to one peer (a ring), and copy-engine copies. One process drives every visible GPU
 // through peer access; no MPI, no gpucoll. The figures bound what a kernel design can reach.
 //
-// usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)]
+// usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)] [pattern name prefix (all)]
+// ce-rotate-N: one stream per GPU copies its regions in N MB pieces, piece by piece to peer d+1,
+// d+2, ... in turn (the order of the copy-engine reduce-scatter's copies, without its reductions
+// and barriers): the cost of many medium copies.
 // Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
 // inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <vector>
 
@@ -99,7 +103,7 @@ static int peers_of(int d, bool ring, int *out) {
 
 // Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
 static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll, int blocks, int iters,
-                         int *npeers) {
+                         size_t piece_mb, int *npeers) {
   // What each GPU moves is the same in every iteration: built once, before the timed launches.
   int list[kMaxGpus][kMaxGpus];
   Peers P[kMaxGpus];
@@ -124,7 +128,16 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
       Gpu &g = gpus[d];
       CHECK(cudaEventRecord(g.start, g.stream[0]));
       const int c = P[d].count;
-      if (ce) {
+      if (ce && piece_mb) {
+        const size_t piece = piece_mb << 20;
+        for (size_t off = 0; off < region_bytes; off += piece)
+          for (int s = 1; s < ngpu; s++) {
+            const int p = (d + s) % ngpu;
+            CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes + off, p,
+                                      (char *)g.src + p * region_bytes + off, d,
+                                      piece < region_bytes - off ? piece : region_bytes - off, g.stream[0]));
+          }
+      } else if (ce) {
         for (int i = 1; i < c; i++) CHECK(cudaStreamWaitEvent(g.stream[i], g.start, 0));
         for (int i = 0; i < c; i++) {
           int p = list[d][i];
@@ -157,6 +170,7 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
 int main(int argc, char **argv) {
   size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
   int iters = argc > 2 ? atoi(argv[2]) : 5;
+  const char *only = argc > 3 ? argv[3] : "";
   region_bytes = mb << 20;
   CHECK(cudaGetDeviceCount(&ngpu));
   if (ngpu > kMaxGpus) ngpu = kMaxGpus;
@@ -198,21 +212,25 @@ int main(int argc, char **argv) {
   struct {
     const char *name;
     bool ce, ring, write, split;
+    size_t piece_mb;
   } pats[] = {
       {"read-all-interleaved", false, false, false, false}, {"read-all-split", false, false, false, true},
       {"write-all-interleaved", false, false, true, false}, {"write-all-split", false, false, true, true},
       {"read-ring", false, true, false, false},             {"write-ring", false, true, true, false},
       {"ce-all", true, false, true, false},                 {"ce-ring", true, true, true, false},
+      {"ce-rotate-1", true, false, true, false, 1},         {"ce-rotate-4", true, false, true, false, 4},
+      {"ce-rotate-16", true, false, true, false, 16},       {"ce-rotate-64", true, false, true, false, 64},
   };
   static constexpr int block_list[] = {16, 32, 64, 132, 264};
   constexpr int nblock_list = (int)(sizeof block_list / sizeof block_list[0]);
   // A split grid needs a block per peer (kMaxGpus - 1 at most); the smallest count has them.
   static_assert(block_list[0] >= kMaxGpus - 1, "split patterns need a block per peer");
   for (auto &pt : pats) {
+    if (strncmp(pt.name, only, strlen(only)) != 0) continue;
     for (int bi = 0; bi < (pt.ce ? 1 : nblock_list); bi++) {
       for (int unroll = 1; unroll <= (pt.ce ? 1 : 4); unroll *= 2) {
         int blocks = block_list[bi], np = 0;
-        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, unroll, blocks, iters, &np);
+        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, unroll, blocks, iters, pt.piece_mb, &np);
         double gbs = (double)np * region_bytes / (ms * 1e-3) / 1e9;
         printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, pt.ce ? 0 : blocks, unroll, ms, gbs);
         fflush(stdout);
