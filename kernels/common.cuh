@@ -303,10 +303,9 @@ struct Deadline {
 // Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
 struct Sync {
   const gc_kpeers_t &P;
-  const int b;  // the signal row: this block's, or the side row
   uint32_t epoch;
-  __device__ explicit Sync(const gc_kpeers_t &peers, int row = -1) : P(peers), b(row < 0 ? (int)blockIdx.x : row) {
-    epoch = P.sig[P.rank]->epoch[b];
+  __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
+    epoch = P.sig[P.rank]->epoch[blockIdx.x];
   }
   // One thread waits until `word` reaches `value` (acquire: what its writer did before is
   // visible after), bounded by the Deadline.
@@ -325,8 +324,8 @@ struct Sync {
     ++epoch;
     if (threadIdx.x < P.nranks) {
       int p = threadIdx.x;
-      st_release_sys(&P.sig[p]->flag[b][P.rank], epoch);
-      if (!wait_word(&P.sig[P.rank]->flag[b][p], epoch)) failed = 1;
+      st_release_sys(&P.sig[p]->flag[blockIdx.x][P.rank], epoch);
+      if (!wait_word(&P.sig[P.rank]->flag[blockIdx.x][p], epoch)) failed = 1;
     }
     __syncthreads();
     return !failed;
@@ -337,22 +336,22 @@ struct Sync {
   __device__ void signal_each(unsigned to, uint32_t value) {
     __syncthreads();
     if (threadIdx.x < (unsigned)P.nranks && (to >> threadIdx.x & 1u))
-      st_release_sys(&P.sig[threadIdx.x]->flag[b][P.rank], value);
+      st_release_sys(&P.sig[threadIdx.x]->flag[blockIdx.x][P.rank], value);
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
   // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
   // (or more) here; thread r waits for rank r, with its own `from` and `value` (they may differ
   // per thread). Signals of block `row` (default: this block's counterparts).
   __device__ bool wait_each(unsigned from, uint32_t value, int row = -1) {
-    const int r = row < 0 ? b : row;
+    const int b = row < 0 ? (int)blockIdx.x : row;
     const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&
-                        !wait_word(&P.sig[P.rank]->flag[r][threadIdx.x], value);
+                        !wait_word(&P.sig[P.rank]->flag[b][threadIdx.x], value);
     return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {
-    if (threadIdx.x == 0) P.sig[P.rank]->epoch[b] = epoch;
+    if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
   }
 };
 

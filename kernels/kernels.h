@@ -14,18 +14,16 @@
 extern "C" {
 #endif
 
-/* Largest grid of a peer-to-peer kernel: one signal slot per (block, peer); one more row for the
- * copy-engine path's side barriers, which run beside a kernel of up to GC_KMAX_BLOCKS blocks. */
+/* Largest grid of a peer-to-peer kernel: one signal slot per (block, peer). */
 #define GC_KMAX_BLOCKS 256
-#define GC_KSIDE_ROW GC_KMAX_BLOCKS
 #define GC_KTHREADS 512
 
 /* One rank's signal area, exported over CUDA IPC. flag[b][p] is written only by peer p's block b
  * (single writer) with the epoch of the barrier it reached; epoch[b] is this rank's own count of
  * barriers block b has passed. Epochs only grow, so a waiter tests flag >= epoch. */
 typedef struct gc_ksignals {
-  uint32_t flag[GC_KMAX_BLOCKS + 1][GC_MAX_LOCAL_RANKS];
-  uint32_t epoch[GC_KMAX_BLOCKS + 1];
+  uint32_t flag[GC_KMAX_BLOCKS][GC_MAX_LOCAL_RANKS];
+  uint32_t epoch[GC_KMAX_BLOCKS];
   uint32_t ll_call;    /* barrier-free (LL) calls made, which picks the generation */
   uint32_t ll_arrived; /* blocks of the current such call that have finished */
   uint32_t ll_started[GC_MAX_LOCAL_RANKS]; /* LL broadcast: rank r's last such call number + 1 */
@@ -134,8 +132,6 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Every rank's stream meets here (one block): what each stream did before is visible after. */
 int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t stream);
-/* The same on the side row (GC_KSIDE_ROW), for a stream that runs beside another kernel's barriers. */
-int gc_kernel_side_barrier(const gc_kpeers_t *peers, cudaStream_t stream);
 
 /* Device helpers used by the library. */
 int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t stream);

@@ -50,8 +50,8 @@ __global__ void epilogue_kernel(void *out, const void *in, size_t count, int in_
 
 // One block meets the same block of every peer: everything this rank's stream did before is
 // visible to the peers after it (copies included: they completed before the kernel started).
-__global__ void barrier_kernel(const gc_kpeers_t peers, int row) {
-  Sync sync(peers, row);
+__global__ void barrier_kernel(const gc_kpeers_t peers) {
+  Sync sync(peers);
   if (!sync.barrier()) return;
   sync.done();
 }
@@ -80,16 +80,10 @@ extern "C" int gc_kernel_epilogue(void *out, const void *in, size_t count, int i
   return cudaLaunchKernelEx(&cfg, gc::epilogue_kernel, out, in, count, in_dtype, *ep);
 }
 
-static int launch_barrier(const gc_kpeers_t *peers, int row, cudaStream_t s) {
+extern "C" int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(1);
   cfg.blockDim = dim3(32);
   cfg.stream = s;
-  return cudaLaunchKernelEx(&cfg, gc::barrier_kernel, *peers, row);
-}
-
-extern "C" int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t s) { return launch_barrier(peers, -1, s); }
-
-extern "C" int gc_kernel_side_barrier(const gc_kpeers_t *peers, cudaStream_t s) {
-  return launch_barrier(peers, GC_KSIDE_ROW, s);
+  return cudaLaunchKernelEx(&cfg, gc::barrier_kernel, *peers);
 }

@@ -125,7 +125,6 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
-  comm->ce_lockstep = gc__param_int(GC_PARAM_CE_LOCKSTEP) != 0;
   comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
   int64_t ll_threads = gc__param_int(GC_PARAM_LL_THREADS);
   ll_threads = ll_threads < 32 ? 32 : ll_threads > 512 ? 512 : ll_threads;

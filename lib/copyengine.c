@@ -4,11 +4,8 @@
  * Why: on the 4 x H200 host, with every GPU moving data at once, SM reads give ~323 GB/s per GPU,
  * SM writes ~351, and the copy engines ~378 when each GPU copies to one peer at a time
  * (bench/results/linkprobe-h200x4.txt; three copies at once to three peers fell to ~200). So each
- * GPU issues its copies one after another, to the peers in turn (me+1, me+2, ...), and every step
- * starts at a barrier of all ranks, so that at any moment the GPUs form a permutation: without
- * the barriers, GPUs sending 1-16 MB pieces to their peers in turn drifted out of step and ran at
- * 175-240 GB/s against 377 with one 64 MB copy per peer (linkprobe ce-rotate rows, run 32,
- * bench/results/linkprobe-ce-h200x4.txt). GC_CE_LOCKSTEP=0 leaves the step barriers out.
+ * GPU issues its copies one after another, to the peers in turn (me+1, me+2, ...): at any moment
+ * the GPUs form a permutation.
  *
  * All-gather and all-reduce run on the caller's stream (barrier kernels order the GPUs). Broadcast
  * and reduce-scatter pipeline over chunks on two side streams forked from the caller's stream and
@@ -59,14 +56,6 @@ static gc_result_t barrier(gc_comm_t comm, const gc_kpeers_t *peers, cudaStream_
   return gc__launched(comm, gc_kernel_barrier(peers, s), "barrier");
 }
 
-/* Where copy step `step` (0, 1, ...) of a call may start: at a barrier of every rank on the copy
- * stream (the side signal row, since a reduction's barriers may run beside it), or at once for the
- * first step, which follows the entry barrier, and without lockstep. */
-static gc_result_t step_start(gc_comm_t comm, const gc_kpeers_t *peers, size_t step, cudaStream_t s) {
-  if (step == 0 || !comm->ce_lockstep) return GC_SUCCESS;
-  return gc__launched(comm, gc_kernel_side_barrier(peers, s), "barrier");
-}
-
 /* Peer or local copies alike (nothing to do when src is dst already). */
 static gc_result_t copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
   if (bytes && dst != src) GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
@@ -95,8 +84,8 @@ static gc_result_t end(gc_comm_t comm, const gc_kpeers_t *peers, int final_barri
 }
 
 /* Inbox layout in every rank's staging area: NB buffers of n rows (one per source rank) of
- * `row` bytes. The row is at most 32 MB and a multiple of 4 KB, so every row starts aligned for
- * any dtype. */
+ * `row` bytes. The row is at most 16 MB (copies that size run at full speed) and a multiple of
+ * 4 KB, so every row starts aligned for any dtype. */
 typedef struct {
   int nb;
   size_t row;
@@ -104,7 +93,7 @@ typedef struct {
 
 static inbox_t inbox_layout(gc_comm_t comm, int nb) {
   inbox_t ib = {nb, comm->tp.staging_bytes / ((size_t)nb * comm->local_size)};
-  if (ib.row > ((size_t)32 << 20)) ib.row = (size_t)32 << 20;
+  if (ib.row > ((size_t)16 << 20)) ib.row = (size_t)16 << 20;
   ib.row &= ~(size_t)4095;
   return ib;
 }
@@ -136,42 +125,28 @@ static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
   *sn = *s0 + per < cn ? per : cn - *s0;
 }
 
-/* Reduce-scatter rows of at least this size keep each lockstep copy long next to its barrier;
- * below it the all-reduce reduces by SM reads instead. */
-#define CE_REDUCE_MIN_ROW ((size_t)16 << 20)
-
-/* All-reduce: this rank's slice reduced into its own output, then the copy engine writes that
- * slice into every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s).
- * The reduce half goes by copy engine too (gc__ce_reducescatter, any input) when the staging
- * area holds inbox rows of CE_REDUCE_MIN_ROW; else by the reduce-scatter kernel reading every
- * rank's input over NVLink (~323 GB/s), one stream, no fork: an input that is not symmetric is
- * first copied into the (symmetric) output and reduced in place. In place is safe: slice q of
- * rank r's buffer is read only for rank q, before rank q's slice reaches r's buffer. The closing
- * barrier is where every slice has arrived. */
+/* All-reduce: the reduce-scatter kernel reduces this rank's slice from every rank's input (SM
+ * reads over NVLink, zero-copy) into its own output, then the copy engine writes that slice into
+ * every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s against ~323
+ * for SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
+ * call, so its output may be written; the closing barrier is where every slice has arrived. An
+ * input that is not symmetric is first copied into the (symmetric) output and reduced in place.
+ * In place is safe: slice q of rank r's buffer is read only by rank q, before rank q writes it. */
 gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
                              const void *send, void *const recv_peers[], size_t count, size_t es, size_t os,
                              const void *add, cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
-  size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
-  for (int q = 0; q < n; q++) slice(count, n, q, &off[q], &len[q]);
-  const size_t s0 = off[me], sn = len[me];
-  const void *add_mine = add ? (const char *)add + s0 * es : NULL;
-  if (inbox_layout(comm, 3).row >= CE_REDUCE_MIN_ROW) {
-    GC_CHECK(gc__ce_reducescatter(comm, base, send, out[me] + s0 * os, off, len, es, os, add_mine, stream));
-  } else {
-    gc_kargs_t a = *base;
-    for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
-    if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
-    a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
-    a.recv = out[me] + s0 * os;
-    a.ep.add = add_mine;
-    GC_CHECK(reduce(comm, &a, stream));
-  }
-  for (int s = 1; s < n; s++) {
-    GC_CHECK(step_start(comm, &base->peers, (size_t)s - 1, stream));
-    GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
-  }
+  gc_kargs_t a = *base;
+  for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
+  if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
+  size_t s0, sn;
+  slice(count, n, me, &s0, &sn);
+  a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
+  a.recv = out[me] + s0 * os;
+  a.ep.add = add ? (const char *)add + s0 * es : NULL;
+  GC_CHECK(reduce(comm, &a, stream));
+  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
   return barrier(comm, &base->peers, stream);
 }
 
@@ -182,9 +157,7 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
   const inbox_t ib = inbox_layout(comm, 3);
   size_t maxlen = 0;
   for (int r = 0; r < n; r++) maxlen = len[r] > maxlen ? len[r] : maxlen;
-  /* As few chunks as the rows allow, of equal size (a multiple of 16 elements, as the rows are). */
-  const size_t row = ib.row / es, chunks = (maxlen + row - 1) / row;
-  const size_t chunk = chunks ? ((maxlen + chunks - 1) / chunks + 15) & ~(size_t)15 : row;
+  const size_t chunk = ib.row / es, chunks = (maxlen + chunk - 1) / chunk;
   const char *in = send, *plus = add;
   GC_CHECK(begin(comm, &base->peers, stream));
   for (size_t c = 0; c < chunks; c++) {
@@ -193,7 +166,6 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
     for (int s = 1; s < n; s++) {
       int q = (me + s) % n;
       size_t w = len[q] > c0 ? len[q] - c0 : 0;
-      GC_CHECK(step_start(comm, &base->peers, c * (size_t)(n - 1) + (size_t)s - 1, comm->ce_copy));
       GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, (w < chunk ? w : chunk) * es, comm->ce_copy));
     }
     GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
@@ -213,10 +185,7 @@ gc_result_t gc__ce_allgather(gc_comm_t comm, const gc_kpeers_t *peers, const voi
   const int n = comm->local_size, me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
   GC_CHECK(begin(comm, peers, stream));
-  for (int s = 1; s < n; s++) {
-    GC_CHECK(step_start(comm, peers, (size_t)s - 1, comm->ce_copy));
-    GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part, comm->ce_copy));
-  }
+  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part, comm->ce_copy));
   GC_CHECK(copy(comm, out[me] + me * part, send, part, comm->ce_compute)); /* ours, beside the peer copies */
   return end(comm, peers, 1, stream);
 }

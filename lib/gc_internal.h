@@ -26,7 +26,6 @@
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
-  XX(CE_LOCKSTEP, "GC_CE_LOCKSTEP", "1", "copy-engine path: every step of copies starts at a barrier (0 = not)") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
@@ -165,7 +164,6 @@ struct gc_comm {
   size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
-  int ce_lockstep;        /* from GC_CE_LOCKSTEP: 0 or 1 */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;

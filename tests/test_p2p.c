@@ -387,23 +387,20 @@ static void test_ll_allreduce(void) {
 }
 
 /* The copy-engine all-reduce on symmetric buffers: dtypes, ops, in place, unaligned offsets,
- * a fused epilogue with a cast, a 1 MB staging area (many pipeline chunks), a 256 MB one (whose
- * inbox rows let the reduce half go by copy engine too), graph capture and replay; and a clear
- * refusal when the output is not symmetric. */
+ * a fused epilogue with a cast, a 1 MB staging area (many pipeline chunks), graph capture and
+ * replay; and a clear refusal when the output is not symmetric. */
 static void test_copyengine_allreduce(void) {
   if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
-  gc_comm_t small = NULL, large = NULL;
+  gc_comm_t small = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.staging_bytes = 1 << 20;
   GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
-  cfg.staging_bytes = (size_t)256 << 20;
-  GC_TEST_OK(gc_comm_init(&large, MPI_COMM_WORLD, &cfg));
-  gc_comm_t comms[3] = {gc_test_comm, small, large};
+  gc_comm_t comms[2] = {gc_test_comm, small};
   size_t n = 5 * 1048576 + 3;
   int salt = 900;
   void *add = gc_test_alloc(n * 2);
   gc_test_fill(add, n, GC_BFLOAT16, -1, 899);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 2; k++) {
     gc_comm_t c = comms[k];
     void *a = NULL, *b = NULL;
     GC_TEST_OK(gc_mem_alloc(c, n * 4, &a));
@@ -431,7 +428,6 @@ static void test_copyengine_allreduce(void) {
     GC_TEST_OK(gc_mem_free(c, b));
   }
   GC_TEST_OK(gc_comm_destroy(small));
-  GC_TEST_OK(gc_comm_destroy(large));
 
   /* Captured once, replayed three times on fresh inputs. */
   size_t m = 3 * 1048576 + 11;
