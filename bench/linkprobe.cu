@@ -6,7 +6,7 @@
 // usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)] [pattern name prefix (all)]
 // ce-rotate-N: one stream per GPU copies its regions in N MB pieces, piece by piece to peer d+1,
 // d+2, ... in turn (the order of the copy-engine reduce-scatter's copies, without its reductions
-// and barriers): the cost of many medium copies.
+// and barriers); ce-ring-N: the same pieces, all to peer d+1.
 // Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
 // inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
 #include <cuda_runtime.h>
@@ -131,7 +131,7 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
       if (ce && piece_mb) {
         const size_t piece = piece_mb << 20;
         for (size_t off = 0; off < region_bytes; off += piece)
-          for (int s = 1; s < ngpu; s++) {
+          for (int s = 1; s < (ring ? 2 : ngpu); s++) {
             const int p = (d + s) % ngpu;
             CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes + off, p,
                                       (char *)g.src + p * region_bytes + off, d,
@@ -220,6 +220,8 @@ int main(int argc, char **argv) {
       {"ce-all", true, false, true, false},                 {"ce-ring", true, true, true, false},
       {"ce-rotate-1", true, false, true, false, 1},         {"ce-rotate-4", true, false, true, false, 4},
       {"ce-rotate-16", true, false, true, false, 16},       {"ce-rotate-64", true, false, true, false, 64},
+      {"ce-ring-1", true, true, true, false, 1},            {"ce-ring-4", true, true, true, false, 4},
+      {"ce-ring-16", true, true, true, false, 16},
   };
   static constexpr int block_list[] = {16, 32, 64, 132, 264};
   constexpr int nblock_list = (int)(sizeof block_list / sizeof block_list[0]);
