@@ -367,10 +367,10 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
 }
 
 /* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
- * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16: owners 15.4 us at
- * 1 MB and 221.5 us at 64 MB against the ring's 18.4 and 234.7; the ring 783.7 us at 256 MB and
- * 2981.2 us at 1 GB against 808.3 and 3184.0 (bench/results/forced/bcast4_auto_owners_run8.txt,
- * bcast4_ring.txt). */
+ * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16, forced, run 29
+ * (bench/results/forced/ll4_broadcast_twoshot_push*_run29.txt): owners with 32 KB pieces 210.5 us
+ * at 64 MB, 790.8 at 256 MB, 3109.4 at 1 GB; the ring (64 KB pieces) 781.4 and 2977.0 at 256 MB
+ * and 1 GB, 238.6 at 64 MB (run 30). */
 static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
   if (comm->push_schedule >= 0) return comm->push_schedule;
   return comm->local_size > 2 && bytes > ((size_t)64 << 20);

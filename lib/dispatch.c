@@ -84,9 +84,10 @@ static const row_t rows[] = {
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
-     * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB; by writes (owners to 64
-     * MB, then the ring; coll.c) 221.7 / 783.1 at 64 / 256 MB against LL's 238.8 / 949.9 and the copy
-     * engines' 338.9 / 1127.8. */
+     * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB (run 18; owners
+     * since run 29: 13.75 / 25.71 / 69.69 at 1 / 4 / 16 MB, still behind LL); by writes (owners to
+     * 64 MB, then the ring; coll.c) 210.5 / 781.4 at 64 / 256 MB (run 29) against LL's 238.8 / 949.9
+     * and the copy engines' 338.9 / 1127.8 (run 18). */
     {GC_COLL_BROADCAST, 3, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 3, 8, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
