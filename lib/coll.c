@@ -84,7 +84,7 @@ static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_opt
   a.peers.timeout_ns = comm->tp.timeout_ns;
   a.blocks = plan->blocks;
   a.threads = plan->threads;
-  a.pdl = o->pdl;
+  a.pdl = o->pdl > 0 ? 1 : o->pdl < 0 ? 0 : comm->pdl;
   a.dtype = dtype;
   a.op = op;
   a.ep.scale = o->scale;

@@ -93,6 +93,11 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "config names device %d but only %d are visible", dev, count);
   GC_CUDA_CHECK(NULL, cudaSetDevice(dev));
   GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&comm->sm_count, cudaDevAttrMultiProcessorCount, dev));
+  if (comm->pdl < 0) { /* GC_PDL=auto: programmatic dependent launch needs compute capability 9.0 */
+    int major = 0;
+    GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    comm->pdl = major >= 9;
+  }
   GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking));
   comm->device = dev;
   GC_CHECK(gc__ce_init(comm));
@@ -125,6 +130,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
+  const char *pdl = gc__param_str(GC_PARAM_PDL); /* auto: decided with the device */
+  if (strcmp(pdl, "auto") != 0 && strcmp(pdl, "0") != 0 && strcmp(pdl, "1") != 0)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PDL=%s: use auto, 0 or 1", pdl);
+  comm->pdl = strcmp(pdl, "auto") == 0 ? -1 : pdl[0] == '1';
   comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
   int64_t ll_threads = gc__param_int(GC_PARAM_LL_THREADS);
   ll_threads = ll_threads < 32 ? 32 : ll_threads > 512 ? 512 : ll_threads;
@@ -141,6 +150,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->cuda_aware = strcmp(aware, "auto") == 0 ? gc__boot_query_cuda_aware() : atoi(aware) != 0;
 
   GC_CHECK(select_device(comm, cfg));
+  if (comm->pdl < 0) comm->pdl = 0; /* no GPU */
   int has_gpu = comm->device >= 0;
   comm->all_gpu = has_gpu;
   GC_CHECK(gc__boot_min_int(comm, &comm->all_gpu));

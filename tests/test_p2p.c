@@ -194,8 +194,10 @@ static void test_pdl(void) {
   size_t n = 65536 + 8;
   void *a = gc_test_alloc(n * 2), *b = gc_test_alloc(n * 2);
   gc_options_t o = GC_OPTIONS_INIT;
-  o.pdl = 1;
-  for (int i = 0; i < 5; i++) check_allreduce(gc_test_comm, "pdl bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, 600 + i);
+  for (int i = 0; i < 6; i++) { /* on, off, and the communicator's GC_PDL (on for sm_90+) in turn */
+    o.pdl = i % 3 - 1;
+    check_allreduce(gc_test_comm, "pdl bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, 600 + i);
+  }
   gc_test_free(a);
   gc_test_free(b);
 }

@@ -465,7 +465,7 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
     call->o.max_blocks = (int)mb;
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "pdl") != LUA_TNIL) call->o.pdl = lua_toboolean(L, -1);
+  if (lua_getfield(L, oi, "pdl") != LUA_TNIL) call->o.pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "scale") != LUA_TNIL) call->o.scale = opt_number_at(L, -1, oi, "scale");
   lua_pop(L, 1);

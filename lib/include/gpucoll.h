@@ -216,7 +216,9 @@ typedef struct gc_options {
   unsigned version;     /* GC_OPTIONS_VERSION */
   gc_algo_t algo;       /* GC_ALGO_AUTO = dispatch table */
   int max_blocks;       /* upper bound on the grid; 0 = dispatch table */
-  int pdl;              /* 1 = programmatic dependent launch (overlap with the previous kernel) */
+  int pdl;              /* programmatic dependent launch (the kernel starts while the stream's
+                         * previous kernel ends, and waits for its memory): 1 on, -1 off,
+                         * 0 = GC_PDL (default: on for GPUs of compute capability 9.0 and up) */
   double scale;         /* epilogue multiplier */
   const void *add;      /* epilogue addend (bias / residual), input dtype, or NULL */
   gc_dtype_t out_dtype; /* dtype of recv; GC_DTYPE_SAME = input dtype */

@@ -326,6 +326,7 @@ test("allreduce", function()
   assert(comm:allreduce(send, half, { out_dtype = "float16" }))
   -- max_blocks and pdl are accepted (they matter on GPUs)
   assert(comm:allreduce(send, recv, { max_blocks = 2, pdl = true }))
+  assert(comm:allreduce(send, recv, { pdl = false }))
   eq((recv:compare(ref)), 0, "max_blocks")
   -- an explicit count: only the first 10 elements are written
   recv:poison()

@@ -318,7 +318,8 @@ func WithAlgo(a Algo) Option { return func(o *options) { o.algo = a } }
 // WithMaxBlocks caps the grid.
 func WithMaxBlocks(n int) Option { return func(o *options) { o.maxBlocks = n } }
 
-// WithPDL turns on programmatic dependent launch.
+// WithPDL turns on programmatic dependent launch (without it, GC_PDL decides: on by default for
+// GPUs of compute capability 9.0 and up).
 func WithPDL() Option { return func(o *options) { o.pdl = true } }
 
 // WithScale multiplies every output element (the epilogue's scale).

@@ -437,14 +437,14 @@ class Comm:
     # -- collectives
     def _options(self, function, algo, max_blocks, pdl, scale, add, out_dtype, in_code, out_shape,
                  keep):
-        if (algo in (None, "auto", _s.GC_ALGO_AUTO) and not max_blocks and not pdl
+        if (algo in (None, "auto", _s.GC_ALGO_AUTO) and not max_blocks and pdl is None
                 and scale == 1.0 and add is None and out_dtype is None):
             return None, in_code
         opts = _s.gc_options_t()
         if algo is not None:
             opts.algo = _enum(_s.gc_algo_from_name, algo, "algorithm", function)
         opts.max_blocks = int(max_blocks or 0)
-        opts.pdl = 1 if pdl else 0
+        opts.pdl = 0 if pdl is None else 1 if pdl else -1  # None: the communicator's GC_PDL
         opts.scale = float(scale)
         out_code = in_code
         if out_dtype is not None:
@@ -483,7 +483,7 @@ class Comm:
             _fail(InvalidArgument, function, "send and out must both be on the host or on a device")
         return out, recv
 
-    def allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=False,
+    def allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
                   scale=1.0, add=None, out_dtype=None, stream=None):
         """Element-wise reduction over all ranks; returns out (new unless given; in place when
         out is send). Epilogue: out = cast<out_dtype>(reduced * scale + add)."""
@@ -498,7 +498,7 @@ class Comm:
                            h, _stream(stream, f), opts)
         return out
 
-    def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=False,
+    def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
                       scale=1.0, add=None, out_dtype=None, stream=None):
         """send holds size * n elements; rank r gets the reduction of elements [r*n, (r+1)*n).
         The output has send's shape with the first dimension divided by size (1-D otherwise)."""
@@ -521,7 +521,7 @@ class Comm:
         return out
 
     def reducescatter_2d(self, send, axis=0, out=None, op="sum", *, algo=None, max_blocks=0,
-                         pdl=False, scale=1.0, add=None, out_dtype=None, stream=None):
+                         pdl=None, scale=1.0, add=None, out_dtype=None, stream=None):
         """Reduce-scatter of a rows x cols matrix: axis 0 gives this rank a block of rows
         (block x cols), axis 1 a block of columns of every row (rows x block); uneven splits
         follow partition()."""
@@ -543,7 +543,7 @@ class Comm:
                                _enum(_s.gc_op_from_name, op, "op", f), h, _stream(stream, f), opts)
         return out
 
-    def allgather(self, send, out=None, *, algo=None, max_blocks=0, pdl=False, stream=None):
+    def allgather(self, send, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):
         """Concatenates every rank's send along the first dimension (rank order)."""
         f = "allgather"
         h = self._handle(f)
@@ -556,7 +556,7 @@ class Comm:
         _s.gc_allgather_ex(s.ptr, r.ptr, s.nelem, s.dtype, h, _stream(stream, f), opts)
         return out
 
-    def broadcast(self, buf, root=0, out=None, *, algo=None, max_blocks=0, pdl=False, stream=None):
+    def broadcast(self, buf, root=0, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):
         """Root's buf on every rank: in buf itself (out=None) or in out; returns that array."""
         f = "broadcast"
         h = self._handle(f)
