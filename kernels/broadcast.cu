@@ -143,10 +143,10 @@ __device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
 // block's owners forward one after another (4 x H200, 32 KB pieces: 64 MB 230.0 us before, run
 // 8, and 210.5 after, run 29; 256 MB 964.7 and 790.8). Along the ring (n - 1 hops, one writer per
 // receiver): each rank waits for the piece from the rank before it and writes it on to the rank
-// after it, up to the rank before root. Signals are block b's slots with
-// the value epoch + k + 1, so they only grow and pieces never mix; there is no closing barrier: a
-// rank's kernel ends only once all its pieces have arrived, and the next call's entry barrier
-// keeps its writes out of outputs still in use.
+// after it, up to the rank before root. Signals are block b's slots with the value epoch + k + 1,
+// so they only grow and pieces never mix; there is no closing barrier: a rank's kernel ends only
+// once all its pieces have arrived, and the next call's entry barrier keeps its writes out of
+// outputs still in use.
 template <bool VEC>
 __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
   pdl_begin(a.pdl);

@@ -370,7 +370,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
  * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16, forced, run 29
  * (bench/results/forced/ll4_broadcast_twoshot_push*_run29.txt): owners with 32 KB pieces 210.5 us
  * at 64 MB, 790.8 at 256 MB, 3109.4 at 1 GB; the ring (64 KB pieces) 781.4 and 2977.0 at 256 MB
- * and 1 GB, 238.6 at 64 MB (run 30). */
+ * and 1 GB (run 29), 234.7 at 64 MB (forced/bcast4_ring.txt, runs 7-9). */
 static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
   if (comm->push_schedule >= 0) return comm->push_schedule;
   return comm->local_size > 2 && bytes > ((size_t)64 << 20);
