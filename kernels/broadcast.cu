@@ -126,10 +126,16 @@ __device__ __forceinline__ void write_piece(const char *src, size_t len, char *c
     for (int d = 0; d < nd; d++) dst[d][i] = src[i];
 }
 
-// Owner of block b's k-th piece: the non-root ranks in turn over k and b.
+// Owner of block b's k-th piece: the non-root ranks in turn over k and b (owner index o is rank o,
+// or o + 1 from root on) ...
 __device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
   const int o = (int)((k + blockIdx.x) % owners);
   return o < root ? o : o + 1;
+}
+// ... and the first of this block's pieces that rank r (not root) owns: then every owners-th.
+__device__ __forceinline__ uint32_t first_owned(int r, int root, int owners) {
+  const int o = r < root ? r : r - 1;
+  return (uint32_t)((o - (int)(blockIdx.x % owners) + owners) % owners);
 }
 
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). Block b's k-th
@@ -187,13 +193,12 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
     }
   }
   if (!a.ring && me != root) {
-    // The other owners' last pieces in this block (pieces 0 .. k - 1): thread r waits for rank
-    // r's, which owns pieces first, first + owners, ...
+    // The other owners' last pieces in this block (pieces 0 .. k - 1): thread r waits for rank r's.
     const int r = (int)threadIdx.x;
     unsigned from = 0;
     uint32_t last_mark = 0;
-    if (r < n && r != root && r != me && k > 0) {
-      const uint32_t first = (uint32_t)(((r < root ? r : r - 1) - (int)(blockIdx.x % owners) + owners) % owners);
+    if (r < n && r != root && r != me) {
+      const uint32_t first = first_owned(r, root, owners);
       if (first < k) {
         from = 1u << r;
         last_mark = base + first + (k - 1 - first) / owners * owners + 1;

@@ -65,16 +65,8 @@ __device__ __forceinline__ void reduce_piece(const gc_kargs_t &a, int slot, int 
     reduce_packs<T, A, OPK>(v, n, a.op, acc);
     const size_t k = (at / 16 + u) * E;  // element of our part, of the output and of the add vector
     const int valid = (int)min((size_t)E, R.width - k);
-    unsigned char *dst = (unsigned char *)a.recv + k * os;
-    if (plain) {
-      Pack<T, true> r;
-#pragma unroll
-      for (int x = 0; x < E; x++) r.v[x] = from_acc<T>(acc[x]);
-      store_unit((char *)dst, valid * es, 0, *reinterpret_cast<const uint4 *>(r.v));
-    } else {
-      alignas(16) unsigned char out[64];
-      put_bytes(dst, out, pack_results<T, A>(a, acc, k, valid, false, out));
-    }
+    alignas(16) unsigned char out[64];
+    put_bytes((unsigned char *)a.recv + k * os, out, pack_results<T, A>(a, acc, k, valid, plain, out));
   }
 }
 
