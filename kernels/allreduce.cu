@@ -159,13 +159,20 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   const char *send = (const char *)a.send;
 
   // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
-  // with the next rank, so no GPU takes every writer at once.
-  for (int i = 1; i <= n; i++) {
-    const int q = (me + i) % n;
-    size_t q0, qn;
-    slice_of(packs, n, q, &q0, &qn);
-    unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
-    for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
+  // with the next rank, so no GPU takes every writer at once. A thread loads its pack of every
+  // slice before it stores any: n loads in flight, not one after another.
+  size_t at[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+  for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
+    if (i <= n) slice_of(packs, n, (me + i) % n, &at[i - 1], &len[i - 1]);
+  for (size_t j = gt; j < row; j += G) {
+    uint4 w[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+    for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
+      if (i <= n && j < len[i - 1]) w[i - 1] = load_unit(send, in_bytes, at[i - 1] + j);
+#pragma unroll
+    for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
+      if (i <= n && j < len[i - 1]) *(uint4 *)((unsigned char *)a.in[(me + i) % n] + ((size_t)me * row + j) * 16) = w[i - 1];
   }
   if (!sync.barrier()) return;
 

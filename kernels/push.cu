@@ -28,8 +28,14 @@ __global__ void GC_LAUNCH_BOUNDS push_gather_kernel(const gc_kargs_t a, int broa
     const gc_kpush_t *mine = a.peers.push[me];
     if (broadcast) {
       store_unit((char *)a.recv, part, u, *(const uint4 *)slot(mine, par, a.root));
-    } else {
-      for (int q = 0; q < n; q++) store_unit((char *)a.recv + q * part, part, u, *(const uint4 *)slot(mine, par, q));
+    } else {  // every rank's pack loaded before any is stored: n loads in flight
+      uint4 w[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+      for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+        if (q < n) w[q] = *(const uint4 *)slot(mine, par, q);
+#pragma unroll
+      for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+        if (q < n) store_unit((char *)a.recv + q * part, part, u, w[q]);
     }
   }
   sync.done();
@@ -44,13 +50,14 @@ __global__ void GC_LAUNCH_BOUNDS push_reducescatter_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, par = sync.epoch & 1;
   const size_t u = global_thread();
+  uint4 w[GC_MAX_LOCAL_RANKS];  // our pack of every part, all loaded before the first store
 #pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++) {
-    if (q >= n) break;
-    const size_t len = a.region[q].width * sizeof(T);
-    if (u * 16 < len)
-      *(uint4 *)slot(a.peers.push[q], par, me) = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), len, u);
-  }
+  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+    if (q < n && u * 16 < a.region[q].width * sizeof(T))
+      w[q] = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), a.region[q].width * sizeof(T), u);
+#pragma unroll
+  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+    if (q < n && u * 16 < a.region[q].width * sizeof(T)) *(uint4 *)slot(a.peers.push[q], par, me) = w[q];
   if (!sync.barrier()) return;
   const size_t width = a.region[me].width, first = u * E;
   if (first < width) {
