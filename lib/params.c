@@ -54,7 +54,7 @@ int64_t gc__param_int(gc__param_t id) {
 static void build_table(void) {
   size_t cap = 256;
   for (int i = 0; i < GC_NUM_PARAMS; i++)
-    cap += strlen(rows[i].env) + strlen(values[i]) + strlen(rows[i].def) + strlen(rows[i].doc) + 16;
+    cap += strlen(rows[i].env) + strlen(values[i]) + strlen(rows[i].def) + strlen(rows[i].doc) + 20 + 12 + 12 + 8; /* padding */
   table_text = malloc(cap);
   if (!table_text) return;
   size_t n = (size_t)snprintf(table_text, cap, "%-20s %-12s %-12s %s\n", "name", "value", "default", "description");
