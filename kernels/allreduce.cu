@@ -158,21 +158,21 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
 
-  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
-  // with the next rank, so no GPU takes every writer at once. A thread loads its pack of every
-  // slice before it stores any: n loads in flight, not one after another.
-  size_t at[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
+  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. A thread loads its
+  // pack of every slice before it stores any (n loads in flight, not one after another), and
+  // rank indices are constants after unrolling (no per-thread index arithmetic).
+  size_t at[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];  // slice q: first pack, packs
 #pragma unroll
-  for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
-    if (i <= n) slice_of(packs, n, (me + i) % n, &at[i - 1], &len[i - 1]);
+  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+    if (q < n) slice_of(packs, n, q, &at[q], &len[q]);
   for (size_t j = gt; j < row; j += G) {
     uint4 w[GC_MAX_LOCAL_RANKS];
 #pragma unroll
-    for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
-      if (i <= n && j < len[i - 1]) w[i - 1] = load_unit(send, in_bytes, at[i - 1] + j);
+    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+      if (q < n && j < len[q]) w[q] = load_unit(send, in_bytes, at[q] + j);
 #pragma unroll
-    for (int i = 1; i <= GC_MAX_LOCAL_RANKS; i++)
-      if (i <= n && j < len[i - 1]) *(uint4 *)((unsigned char *)a.in[(me + i) % n] + ((size_t)me * row + j) * 16) = w[i - 1];
+    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
+      if (q < n && j < len[q]) *(uint4 *)((unsigned char *)a.in[q] + ((size_t)me * row + j) * 16) = w[q];
   }
   if (!sync.barrier()) return;
 
