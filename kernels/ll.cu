@@ -182,11 +182,11 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
     for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
       if (q < n && k * 16 < a.region[q].width * sizeof(T)) {
         to |= 1u << q;
-        w[q] = ll_canonical(load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), a.region[q].width * sizeof(T), k), sizeof(T));
+        w[q] = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), a.region[q].width * sizeof(T), k);
       }
 #pragma unroll
     for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (to >> q & 1u) *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = w[q];
+      if (to >> q & 1u) *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(w[q], sizeof(T));
   }
   ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
 }
