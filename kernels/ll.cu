@@ -62,17 +62,6 @@ __device__ __forceinline__ uint4 ll_canonical(uint4 v, int es) {
                     word_canonical(v.w, es));
 }
 
-// Stores w at byte `at` of the LL area of every rank in the bit mask `to`: peers first, ours last.
-// Rank indices are constants after unrolling, so the area pointers stay kernel parameters.
-__device__ __forceinline__ void ll_put(const gc_kpeers_t &P, unsigned to, size_t at, uint4 w) {
-#pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-    if (q < P.nranks && q != P.rank && (to >> q & 1u)) *(uint4 *)(P.ll[q] + at) = w;
-#pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-    if (q == P.rank && (to >> q & 1u)) *(uint4 *)(P.ll[q] + at) = w;
-}
-
 // Waits for the n words at base, base + stride, ... (elements of es bytes), then writes all-ones
 // back over them. False once the Deadline expires.
 __device__ __forceinline__ bool ll_take(unsigned char *base, size_t stride, int n, int es,
@@ -154,7 +143,8 @@ __global__ void GC_LAUNCH_BOUNDS allreduce_ll_kernel(const gc_kargs_t a) {
   const LLCall c(a.peers);
   const size_t bytes = a.count * sizeof(T), packs = (bytes + 15) / 16, row = packs * 16, G = grid_threads();
   for (size_t k = global_thread(); k < packs; k += G) {
-    ll_put(a.peers, (1u << n) - 1, c.gen + me * row + k * 16, ll_canonical(load_unit((const char *)a.send, bytes, k), sizeof(T)));
+    const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, k), sizeof(T));
+    for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * row + k * 16) = w;
   }
   ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.count));
 }
@@ -198,7 +188,8 @@ __global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
   const LLCall c(a.peers);
   const size_t part = a.count * es, packs = (part + 15) / 16, row = packs * 16, G = grid_threads();
   for (size_t k = global_thread(); k < packs; k += G) {
-    ll_put(a.peers, (1u << n) - 1, c.gen + me * row + k * 16, ll_canonical(load_unit((const char *)a.send, part, k), es));
+    const uint4 w = ll_canonical(load_unit((const char *)a.send, part, k), es);
+    for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * row + k * 16) = w;
   }
   unsigned char *mine = a.peers.ll[me] + c.gen;
   Deadline d;
@@ -229,14 +220,15 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
     st_release_sys(&a.peers.sig[threadIdx.x]->ll_started[me], c.call + 1);
   const size_t bytes = a.count * es, packs = (bytes + 15) / 16, G = grid_threads();
   auto owner = [&](size_t k) { return (root + 1 + (int)((k >> 5) % (size_t)(n - 1))) % n; };
-  const unsigned others = ((1u << n) - 1) & ~(1u << me);
   bool failed = false;
   if (me == root) {
     for (size_t k = global_thread(); k < packs; k += G) {
-      const uint4 w = load_unit((const char *)a.send, bytes, k), x = ll_canonical(w, es);
-      if (relay) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
-      else ll_put(a.peers, others, c.gen + k * 16, x);
+      const uint4 w = load_unit((const char *)a.send, bytes, k);
       if (a.send != a.recv) store_unit((char *)a.recv, bytes, k, w);
+      const uint4 x = ll_canonical(w, es);
+      if (relay) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
+      else
+        for (int i = 1; i < n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + k * 16) = x;
     }
   } else {
     unsigned char *mine = a.peers.ll[me] + c.gen;
@@ -247,7 +239,11 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
         failed = true;
         break;
       }
-      if (relay && owner(k) == me) ll_put(a.peers, others & ~(1u << root), c.gen + k * 16, v[0]);
+      if (relay && owner(k) == me)
+        for (int i = 1; i < n; i++) {
+          const int q = (me + i) % n;
+          if (q != root) *(uint4 *)(a.peers.ll[q] + c.gen + k * 16) = v[0];
+        }
       store_unit((char *)a.recv, bytes, k, v[0]);
     }
   }
