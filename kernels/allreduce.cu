@@ -158,21 +158,14 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
 
-  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. A thread loads its
-  // pack of every slice before it stores any (n loads in flight, not one after another), and
-  // rank indices are constants after unrolling (no per-thread index arithmetic).
-  size_t at[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];  // slice q: first pack, packs
-#pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-    if (q < n) slice_of(packs, n, q, &at[q], &len[q]);
-  for (size_t j = gt; j < row; j += G) {
-    uint4 w[GC_MAX_LOCAL_RANKS];
-#pragma unroll
-    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (q < n && j < len[q]) w[q] = load_unit(send, in_bytes, at[q] + j);
-#pragma unroll
-    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (q < n && j < len[q]) *(uint4 *)((unsigned char *)a.in[q] + ((size_t)me * row + j) * 16) = w[q];
+  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
+  // with the next rank, so no GPU takes every writer at once.
+  for (int i = 1; i <= n; i++) {
+    const int q = (me + i) % n;
+    size_t q0, qn;
+    slice_of(packs, n, q, &q0, &qn);
+    unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
+    for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
   }
   if (!sync.barrier()) return;
 

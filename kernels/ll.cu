@@ -161,23 +161,17 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   for (int q = 0; q < n; q++) most = max(most, a.region[q].width);
   const size_t row = (most * sizeof(T) + 15) / 16 * 16;
 
-  // Part q of our input into row `me` of rank q's area; then our part's n rows (thread k wrote
-  // pack k of every part: in place is safe). A thread loads its pack of every part before it
-  // stores any, so the n loads are in flight together (a load after a store it may alias waits
-  // for that store's load before it).
-  for (size_t k = global_thread(); k * 16 < row; k += G) {
-    uint4 w[GC_MAX_LOCAL_RANKS];
-    unsigned to = 0;  // the ranks whose part has a pack k
-#pragma unroll
-    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (q < n && k * 16 < a.region[q].width * sizeof(T)) {
-        to |= 1u << q;
-        w[q] = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), a.region[q].width * sizeof(T), k);
+  // Part q of our input into row `me` of rank q's area, starting with the next rank; then our
+  // part's n rows (thread k wrote pack k of every part: in place is safe).
+  for (size_t k = global_thread(); k * 16 < row; k += G)
+    for (int i = 1; i <= n; i++) {
+      const int q = (me + i) % n;
+      const size_t len = a.region[q].width * sizeof(T);
+      if (k * 16 < len) {
+        const char *part = (const char *)a.send + a.region[q].in_offset * sizeof(T);
+        *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(load_unit(part, len, k), sizeof(T));
       }
-#pragma unroll
-    for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-      if (to >> q & 1u) *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(w[q], sizeof(T));
-  }
+    }
   ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
 }
 
