@@ -50,14 +50,13 @@ __global__ void GC_LAUNCH_BOUNDS push_reducescatter_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, par = sync.epoch & 1;
   const size_t u = global_thread();
-  uint4 w[GC_MAX_LOCAL_RANKS];  // our pack of every part, all loaded before the first store
 #pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-    if (q < n && u * 16 < a.region[q].width * sizeof(T))
-      w[q] = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), a.region[q].width * sizeof(T), u);
-#pragma unroll
-  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-    if (q < n && u * 16 < a.region[q].width * sizeof(T)) *(uint4 *)slot(a.peers.push[q], par, me) = w[q];
+  for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++) {
+    if (q >= n) break;
+    const size_t len = a.region[q].width * sizeof(T);
+    if (u * 16 < len)
+      *(uint4 *)slot(a.peers.push[q], par, me) = load_unit((const char *)a.send + a.region[q].in_offset * sizeof(T), len, u);
+  }
   if (!sync.barrier()) return;
   const size_t width = a.region[me].width, first = u * E;
   if (first < width) {
