@@ -51,17 +51,20 @@ int64_t gc__param_int(gc__param_t id) {
   return v;
 }
 
+#define GC__ROW_FORMAT "%-20s %-12s %-12s %s\n"
+static int format_row(char *out, size_t cap, int i) {
+  return snprintf(out, cap, GC__ROW_FORMAT, rows[i].env, *values[i] ? values[i] : "\"\"",
+                  *rows[i].def ? rows[i].def : "\"\"", rows[i].doc);
+}
+
+/* Two passes: the rows are measured with the format that prints them, then printed. */
 static void build_table(void) {
-  size_t cap = 256;
-  for (int i = 0; i < GC_NUM_PARAMS; i++)
-    cap += strlen(rows[i].env) + strlen(values[i]) + strlen(rows[i].def) + strlen(rows[i].doc) + 20 + 12 + 12 + 8; /* padding */
+  size_t cap = (size_t)snprintf(NULL, 0, GC__ROW_FORMAT, "name", "value", "default", "description") + 1;
+  for (int i = 0; i < GC_NUM_PARAMS; i++) cap += (size_t)format_row(NULL, 0, i);
   table_text = malloc(cap);
   if (!table_text) return;
-  size_t n = (size_t)snprintf(table_text, cap, "%-20s %-12s %-12s %s\n", "name", "value", "default", "description");
-  for (int i = 0; i < GC_NUM_PARAMS && n < cap; i++)
-    n += (size_t)snprintf(table_text + n, cap - n, "%-20s %-12s %-12s %s\n", rows[i].env,
-                          *values[i] ? values[i] : "\"\"", *rows[i].def ? rows[i].def : "\"\"",
-                          rows[i].doc);
+  size_t n = (size_t)snprintf(table_text, cap, GC__ROW_FORMAT, "name", "value", "default", "description");
+  for (int i = 0; i < GC_NUM_PARAMS; i++) n += (size_t)format_row(table_text + n, cap - n, i);
 }
 
 const char *gc_params_table(void) {
