@@ -11,11 +11,13 @@ __global__ void GC_LAUNCH_BOUNDS allgather_kernel(const gc_kargs_t a) {
   const size_t es = dtype_size(a.dtype);
   auto src = [&](int q) { return (const char *)a.in[q] + a.region[q].in_offset * es; };
   auto dst = [&](int q) { return (char *)a.recv + a.region[q].out_offset * es; };
+  auto bytes = [&](int q) { return a.region[q].width * es; };
+  auto moves = [&](int q) { return src(q) != dst(q); };  // in place, our own part stays
   bool vec = true;
   size_t most = 0;  // units of 16 bytes in the longest part
   for (int q = 0; q < n; q++) {
     vec &= aligned16(src(q)) && aligned16(dst(q));
-    most = max(most, a.region[q].width * es / 16);
+    most = max(most, bytes(q) / 16);
   }
   if (vec) {
     // Unit j of every part is loaded before any is stored: n loads from n GPUs in flight per
@@ -26,20 +28,19 @@ __global__ void GC_LAUNCH_BOUNDS allgather_kernel(const gc_kargs_t a) {
       uint4 v[GC_MAX_LOCAL_RANKS];
 #pragma unroll
       for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-        if (q < n && j < a.region[q].width * es / 16 && src(q) != dst(q)) v[q] = ((const uint4 *)src(q))[j];
+        if (q < n && j < bytes(q) / 16 && moves(q)) v[q] = ((const uint4 *)src(q))[j];
 #pragma unroll
       for (int q = 0; q < GC_MAX_LOCAL_RANKS; q++)
-        if (q < n && j < a.region[q].width * es / 16 && src(q) != dst(q)) ((uint4 *)dst(q))[j] = v[q];
+        if (q < n && j < bytes(q) / 16 && moves(q)) ((uint4 *)dst(q))[j] = v[q];
     }
     for (int q = 0; q < n; q++)
-      if (src(q) != dst(q))
-        for (size_t b = a.region[q].width * es / 16 * 16 + global_thread(); b < a.region[q].width * es; b += G)
-          dst(q)[b] = src(q)[b];
+      if (moves(q))
+        for (size_t b = bytes(q) / 16 * 16 + global_thread(); b < bytes(q); b += G) dst(q)[b] = src(q)[b];
   } else {
     // Start with the next rank's part so the ranks spread their reads over different peers.
     for (int step = 0; step < n; step++) {
       const int q = (a.peers.rank + 1 + step) % n;
-      copy_bytes(dst(q), src(q), a.region[q].width * es);
+      copy_bytes(dst(q), src(q), bytes(q));
     }
   }
   if (!sync.barrier()) return;  // peers are done reading our part
