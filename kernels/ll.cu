@@ -162,16 +162,24 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   const size_t row = (most * sizeof(T) + 15) / 16 * 16;
 
   // Part q of our input into row `me` of rank q's area, starting with the next rank; then our
-  // part's n rows (thread k wrote pack k of every part: in place is safe).
-  for (size_t k = global_thread(); k * 16 < row; k += G)
-    for (int i = 1; i <= n; i++) {
-      const int q = (me + i) % n;
-      const size_t len = a.region[q].width * sizeof(T);
-      if (k * 16 < len) {
-        const char *part = (const char *)a.send + a.region[q].in_offset * sizeof(T);
-        *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(load_unit(part, len, k), sizeof(T));
-      }
+  // part's n rows (thread k wrote pack k of every part: in place is safe). A thread loads its
+  // pack of every part before it stores any: a load after a store it may alias waits for that
+  // store, so one part after another would take n load latencies in turn.
+  auto part = [&](int q) { return (const char *)a.send + a.region[q].in_offset * sizeof(T); };
+  auto len = [&](int q) { return a.region[q].width * sizeof(T); };
+  for (size_t k = global_thread(); k * 16 < row; k += G) {
+    uint4 w[GC_MAX_LOCAL_RANKS];
+#pragma unroll
+    for (int i = 0; i < GC_MAX_LOCAL_RANKS; i++) {
+      const int q = (me + 1 + i) % n;
+      if (i < n && k * 16 < len(q)) w[i] = load_unit(part(q), len(q), k);
     }
+#pragma unroll
+    for (int i = 0; i < GC_MAX_LOCAL_RANKS; i++) {
+      const int q = (me + 1 + i) % n;
+      if (i < n && k * 16 < len(q)) *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(w[i], sizeof(T));
+    }
+  }
   ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
 }
 
