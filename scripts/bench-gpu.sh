@@ -6,7 +6,8 @@
 #   BUILD_DIR    the CMake build holding bench/gpucoll-bench
 #   RESULTS_DIR  where the CSVs, logs, PNGs and COMMANDS.txt go (default: bench/results)
 # Environment: MPIRUN (default mpirun), PYTHON (default python3), NPS (default "2 4"),
-#              COLLS (default "allreduce reducescatter allgather broadcast").
+#              COLLS (default "allreduce reducescatter allgather broadcast"), TREE (the commit
+#              COMMANDS.txt names; default git's HEAD, stale where the tree was copied without .git).
 # About 5 minutes on 4 x H200: gpucoll-bench shrinks the iterations above 256 MB by itself.
 set -u -o pipefail
 
@@ -35,7 +36,7 @@ commands=$results/COMMANDS.txt
   echo "# gpucoll-bench runs behind the CSVs and plots in this folder (scripts/bench-gpu.sh)"
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname): $ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
        "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)," \
-       "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+       "commit ${TREE:-$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 } > "$commands"
 
 failed=0
