@@ -164,7 +164,8 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   // Part q of our input into row `me` of rank q's area, starting with the next rank; then our
   // part's n rows (thread k wrote pack k of every part: in place is safe). A thread loads its
   // pack of every part before it stores any: a load after a store it may alias waits for that
-  // store, so one part after another would take n load latencies in turn.
+  // store, so one part after another would take n load latencies in turn (4 GPUs, run 43: 1 KB
+  // 3.69 against 4.03 us, 256 KB 4.96 against 5.70-5.74).
   auto part = [&](int q) { return (const char *)a.send + a.region[q].in_offset * sizeof(T); };
   auto len = [&](int q) { return a.region[q].width * sizeof(T); };
   for (size_t k = global_thread(); k * 16 < row; k += G) {
