@@ -306,7 +306,7 @@ static void test_allgather(void) {
       for (int ip = 0; ip < 2; ip++) bad += !run_ag((gc_dtype_t)d, sizes[s], ip);
   bad += !run_ag(GC_BFLOAT16, 1048583, 0); /* several MPI chunks */
   bad += !run_ag(GC_FP8_E4M3, 4194319, 1);
-  /* Parts of over 1 MB at 16-byte aligned places: the kernel's loads-first branch. */
+  /* Parts of over 1 MB at 16-byte aligned places: several 16-byte units per thread and part. */
   bad += !run_ag(GC_BFLOAT16, 1048584, 0);
   bad += !run_ag(GC_FLOAT32, 524296, 1);
   CU_ASSERT_EQUAL(bad, 0);
