@@ -45,7 +45,10 @@ static const row_t rows[] = {
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
      * writes 12.64 / 29.36 / 80.76 / 298.3 at 1 / 4 / 16 / 64 MB against two-shot by reads 15.78 /
      * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB (ll4_auto_run14.txt). */
+    /* Run 50 (forced/ab_run50.txt): LL one-shot 8.77-8.82 us at 512 KB against the two-shot by
+     * writes' 9.31-9.34 (128-thread blocks), 14.86-14.98 at 1 MB against 11.81-11.97. */
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
@@ -114,6 +117,22 @@ static int grid_for(size_t bytes, int cap, size_t per_block) {
   return (int)blocks;
 }
 
+/* Threads per block of the two-shot all-reduce by writes on 3+ GPUs while its slices are small
+ * (0: GC_KTHREADS, the grid from the whole input). A thread then takes one 16-byte pack of the
+ * slice per destination, and the small blocks spread a small slice over more SMs (the 512-thread
+ * grid left half its threads idle at 1 MB on 4 GPUs, slices being a quarter of the input).
+ * 4 GPUs, runs 49-50 (bench/results/forced/ab_run49.txt, ab_run50.txt), us, 512-thread blocks
+ * against 128 / 256: 512 KB 10.35 against 9.13 / 9.38, 1 MB 11.86 / 11.57 / 11.77, 2 MB 16.94 /
+ * 16.04 / 17.67, 4 MB 27.38 / 26.22 / 26.30, 8 MB 44.14 / 46.28 / 43.60, 16 MB 79.47 / 88.28 /
+ * 80.79. On 2 GPUs the 512-thread grid already gives every thread one pack per destination and
+ * smaller blocks were slower (1 MB 9.20-9.28 against 128: 10.09-10.11, 256: 9.40; run 50). */
+static int twoshot_push_threads(int nranks, size_t slice_bytes) {
+  if (nranks < 3) return 0;
+  if (slice_bytes <= 1 * MB) return 128;
+  if (slice_bytes <= 2 * MB) return 256;
+  return 0;
+}
+
 gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *opts,
                          gc__plan_t *plan) {
   gc_algo_t algo = opts->algo != GC_ALGO_AUTO ? opts->algo : comm->forced_algo;
@@ -169,8 +188,16 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row). */
   size_t work = ll && coll != GC_COLL_BROADCAST ? ll_bytes / (size_t)comm->local_size : bytes;
   plan->blocks = grid_for(work, cap, ll ? (size_t)comm->ll_threads : 2 * GC_KTHREADS);
-  GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks", gc__coll_name(coll), bytes, comm->local_size,
-           gc_algo_name(algo), plan->blocks);
+  if (!ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE) {
+    size_t slice = bytes / (size_t)comm->local_size;
+    int threads = twoshot_push_threads(comm->local_size, slice);
+    if (threads) {
+      plan->threads = threads;
+      plan->blocks = grid_for(slice, cap, (size_t)threads);
+    }
+  }
+  GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks of %d threads", gc__coll_name(coll), bytes,
+           comm->local_size, gc_algo_name(algo), plan->blocks, plan->threads);
   return GC_SUCCESS;
 }
 
