@@ -408,27 +408,52 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
     for (size_t b = 0; b < len; b++) dst[b] = src[b];
 }
 
-// Copies nbytes with 16-byte accesses where both ends allow it, bytes otherwise. Four loads are
-// in flight per thread before their stores, to cover NVLink latency.
+// 16 bytes to p in stores of g bytes (p is g-aligned; g uniform over the grid).
+__device__ __forceinline__ void store_split(char *p, const uint4 &v, int g) {
+  if (g == 16) {
+    *(uint4 *)p = v;
+  } else if (g == 8) {
+    ((uint2 *)p)[0] = make_uint2(v.x, v.y);
+    ((uint2 *)p)[1] = make_uint2(v.z, v.w);
+  } else if (g == 4) {
+    uint32_t *q = (uint32_t *)p;
+    q[0] = v.x, q[1] = v.y, q[2] = v.z, q[3] = v.w;
+  } else {
+    const unsigned char *b = (const unsigned char *)&v;
+    for (int i = 0; i < 16; i += g)
+      if (g == 2) *(uint16_t *)(p + i) = *(const uint16_t *)(b + i);
+      else p[i] = (char)b[i];
+  }
+}
+
+// Copies nbytes: 16-byte loads once the source is aligned (its first bytes one by one), each
+// stored whole where the destination is aligned too, else in the widest stores its alignment
+// allows. The source is the side that may be a peer's, where wide accesses matter; the stores
+// are local. (Parts of a count that is no multiple of 16 bytes, e.g. on 3 GPUs, used to go byte
+// by byte: run 52, 3 GPUs, all-gather 1 MB 28.3 us against NCCL's 13.9.) Four loads are in flight
+// per thread before their stores, to cover NVLink latency.
 __device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes) {
   if (dst == src || nbytes == 0) return;
-  size_t done = 0;
-  if (aligned16(dst) && aligned16(src)) {
-    const uint4 *s = (const uint4 *)src;
-    uint4 *d = (uint4 *)dst;
-    size_t units = nbytes / 16, G = grid_threads(), k = global_thread();
-    for (; k + 3 * G < units; k += 4 * G) {
-      uint4 x0 = s[k], x1 = s[k + G], x2 = s[k + 2 * G], x3 = s[k + 3 * G];
-      d[k] = x0;
-      d[k + G] = x1;
-      d[k + 2 * G] = x2;
-      d[k + 3 * G] = x3;
-    }
-    for (; k < units; k += G) d[k] = s[k];
-    done = units * 16;
+  const char *s = (const char *)src;
+  char *d = (char *)dst;
+  const size_t G = grid_threads(), t = global_thread();
+  const size_t head = min((size_t)((16 - (uintptr_t)s % 16) % 16), nbytes);
+  const size_t units = (nbytes - head) / 16, done = head + units * 16;
+  for (size_t k = t; k < head; k += G) d[k] = s[k];
+  const uint4 *su = (const uint4 *)(s + head);
+  char *du = d + head;
+  const uintptr_t da = (uintptr_t)du;
+  const int g = da % 16 == 0 ? 16 : da % 8 == 0 ? 8 : da % 4 == 0 ? 4 : da % 2 == 0 ? 2 : 1;
+  size_t k = t;
+  for (; k + 3 * G < units; k += 4 * G) {
+    uint4 x0 = su[k], x1 = su[k + G], x2 = su[k + 2 * G], x3 = su[k + 3 * G];
+    store_split(du + 16 * k, x0, g);
+    store_split(du + 16 * (k + G), x1, g);
+    store_split(du + 16 * (k + 2 * G), x2, g);
+    store_split(du + 16 * (k + 3 * G), x3, g);
   }
-  for (size_t k = done + global_thread(); k < nbytes; k += grid_threads())
-    ((char *)dst)[k] = ((const char *)src)[k];
+  for (; k < units; k += G) store_split(du + 16 * k, su[k], g);
+  for (size_t b = done + t; b < nbytes; b += G) d[b] = s[b];
 }
 
 // Launch configuration shared by the launchers.

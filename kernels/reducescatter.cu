@@ -37,6 +37,45 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
   sync.done();
 }
 
+// A 1-D part whose input offset is not a whole number of packs (a count that is no multiple of 16
+// bytes: parts on 3 GPUs, say) while every input is aligned: its first elements one by one, then
+// 16-byte loads of every input, each result stored element by element (local stores). Before, the
+// whole part took element loads from the peers: run 52, 3 GPUs, 1 GB 6010 us against NCCL's 2904.
+template <typename T, typename A, int OPK>
+__global__ void GC_LAUNCH_BOUNDS reducescatter_shifted_kernel(const gc_kargs_t a) {
+  constexpr int E = 16 / sizeof(T);
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  if (!sync.barrier()) return;  // every input is in place on every rank
+  const gc_kregion_t R = a.region[a.peers.rank];
+  const int n = a.peers.nranks;
+  const size_t head = min((E - R.in_offset % E) % E, R.width), packs = (R.width - head) / E;
+  const size_t G = grid_threads();
+  auto store_pack = [&](size_t j, const A (&acc)[E]) {
+#pragma unroll
+    for (int e = 0; e < E; e++) finish<T, A>(acc[e], R.out_offset + j + e, a.ep, a.op, n, a.recv);
+  };
+  for (size_t k = global_thread(); k < packs; k += 2 * G) {
+    const bool has1 = k + G < packs;
+    const size_t j0 = head + k * E, j1 = head + (k + G) * E;
+    A acc0[E], acc1[E];
+    reduce_at<T, A, OPK, true>(a, R.in_offset + j0, acc0);
+    if (has1) reduce_at<T, A, OPK, true>(a, R.in_offset + j1, acc1);
+    store_pack(j0, acc0);
+    if (has1) store_pack(j1, acc1);
+  }
+  // The elements before and after the packs (fewer than 2 E).
+  const size_t tail0 = head + packs * E, loose = head + (R.width - tail0);
+  for (size_t i = global_thread(); i < loose; i += G) {
+    const size_t j = i < head ? i : tail0 + (i - head);
+    A acc[1];
+    reduce_at<T, A, OPK, false>(a, R.in_offset + j, acc);
+    finish<T, A>(acc[0], R.out_offset + j, a.ep, a.op, n, a.recv);
+  }
+  if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+  sync.done();
+}
+
 template <typename T, typename A, int OPK>
 static cudaError_t launch(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
@@ -47,6 +86,9 @@ static cudaError_t launch(const gc_kargs_t *a, cudaStream_t s) {
   bool vec = (R.width % E == 0 || R.rows == 1) && R.in_offset % E == 0 && (R.rows == 1 || R.in_ld % E == 0) && R.out_offset % E == 0;
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, true>, *a);
+  bool inputs_aligned = true;
+  for (int p = 0; p < a->peers.nranks; p++) inputs_aligned &= aligned16(a->in[p]);
+  if (R.rows == 1 && inputs_aligned) return cudaLaunchKernelEx(&cfg, reducescatter_shifted_kernel<T, A, OPK>, *a);
   return cudaLaunchKernelEx(&cfg, reducescatter_kernel<T, A, OPK, false>, *a);
 }
 
