@@ -184,18 +184,23 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
   if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
   plan->algo = algo;
-  plan->threads = ll ? comm->ll_threads : GC_KTHREADS;
-  /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row). */
-  size_t work = ll && coll != GC_COLL_BROADCAST ? ll_bytes / (size_t)comm->local_size : bytes;
-  plan->blocks = grid_for(work, cap, ll ? (size_t)comm->ll_threads : 2 * GC_KTHREADS);
-  if (!ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE) {
-    size_t slice = bytes / (size_t)comm->local_size;
-    int threads = twoshot_push_threads(comm->local_size, slice);
-    if (threads) {
-      plan->threads = threads;
-      plan->blocks = grid_for(slice, cap, (size_t)threads);
-    }
+  /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row);
+   * the small two-shot by writes, one pack of its slice; the rest two packs of the input. */
+  int small_twoshot = !ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE
+                          ? twoshot_push_threads(comm->local_size, bytes / (size_t)comm->local_size)
+                          : 0;
+  size_t work = bytes, per_block = 2 * GC_KTHREADS;
+  plan->threads = GC_KTHREADS;
+  if (ll) {
+    plan->threads = comm->ll_threads;
+    per_block = (size_t)comm->ll_threads;
+    if (coll != GC_COLL_BROADCAST) work = ll_bytes / (size_t)comm->local_size;
+  } else if (small_twoshot) {
+    plan->threads = small_twoshot;
+    per_block = (size_t)small_twoshot;
+    work = bytes / (size_t)comm->local_size;
   }
+  plan->blocks = grid_for(work, cap, per_block);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks of %d threads", gc__coll_name(coll), bytes,
            comm->local_size, gc_algo_name(algo), plan->blocks, plan->threads);
   return GC_SUCCESS;
