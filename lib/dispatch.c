@@ -121,8 +121,8 @@ static int grid_for(size_t bytes, int cap, size_t per_block) {
  * (0: GC_KTHREADS, the grid from the whole input). A thread then takes one 16-byte pack of the
  * slice per destination, and the small blocks spread a small slice over more SMs (the 512-thread
  * grid left half its threads idle at 1 MB on 4 GPUs, slices being a quarter of the input).
- * 4 GPUs, runs 49-50 (bench/results/forced/ab_run49.txt, ab_run50.txt), us, 512-thread blocks
- * against 128 / 256: 512 KB 10.35 against 9.13 / 9.38, 1 MB 11.86 / 11.57 / 11.77, 2 MB 16.94 /
+ * 4 GPUs, runs 49-50 (bench/results/forced/ab_run49.txt, ab_run50.txt), us, means of two rounds,
+ * 512-thread blocks against 128 / 256: 512 KB 10.35 against 9.13 / 9.38, 1 MB 11.86 / 11.57 / 11.77, 2 MB 16.94 /
  * 16.04 / 17.67, 4 MB 27.38 / 26.22 / 26.30, 8 MB 44.14 / 46.28 / 43.60, 16 MB 79.47 / 88.28 /
  * 80.79. On 2 GPUs the 512-thread grid already gives every thread one pack per destination and
  * smaller blocks were slower (1 MB 9.20-9.28 against 128: 10.09-10.11, 256: 9.40; run 50). */
