@@ -20,13 +20,13 @@ __device__ __forceinline__ void reduce_tail(const gc_kargs_t &a, size_t first) {
 // use, then stores both: twice the bytes in flight of a one-pack loop.
 template <typename T, typename A, int OPK, bool VEC>
 __device__ __forceinline__ void reduce_two(const gc_kargs_t &a, size_t el0, size_t el1, bool has1, void *out,
-                                           bool plain) {
+                                           int granule) {
   constexpr int E = Pack<T, VEC>::E;
   A acc0[E], acc1[E];
   reduce_at<T, A, OPK, VEC>(a, el0, acc0);
   if (has1) reduce_at<T, A, OPK, VEC>(a, el1, acc1);
-  store_at<T, A, VEC>(a, el0, acc0, out, plain);
-  if (has1) store_at<T, A, VEC>(a, el1, acc1, out, plain);
+  store_at<T, A, VEC>(a, el0, acc0, out, granule);
+  if (has1) store_at<T, A, VEC>(a, el1, acc1, out, granule);
 }
 
 template <typename T, typename A, int OPK>
@@ -53,8 +53,9 @@ __global__ void GC_LAUNCH_BOUNDS push_kernel(const gc_kargs_t a) {
   if (valid) {
     A acc[E];
     reduce_local<T, A, OPK>(&a.peers.push[me]->data[par][b][0][slot], GC_PUSH_BLOCK_BYTES, n, a.op, acc);
-    if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) {
-      store_at<T, A, true>(a, first, acc, a.recv, true);
+    const int granule = plain_granule<T, A>(a, (const T *)a.recv + first);
+    if (valid == E && granule) {
+      store_at<T, A, true>(a, first, acc, a.recv, granule);
     } else {
       for (int e = 0; e < valid; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
     }
@@ -70,10 +71,10 @@ __global__ void GC_LAUNCH_BOUNDS oneshot_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
-  const bool plain = is_plain<T, A>(a, a.recv);
+  const int granule = plain_granule<T, A>(a, a.recv);
   const size_t packs = a.count / E, G = grid_threads();
   for (size_t k = global_thread(); k < packs; k += 2 * G)
-    reduce_two<T, A, OPK, VEC>(a, k * E, (k + G) * E, k + G < packs, a.recv, plain);
+    reduce_two<T, A, OPK, VEC>(a, k * E, (k + G) * E, k + G < packs, a.recv, granule);
   if (VEC) reduce_tail<T, A, OPK>(a, packs * E);
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
@@ -96,9 +97,9 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   size_t s0, sn;
   slice_of(packs, n, me, &s0, &sn);
   void *pub = a.pub[me];
-  const bool plain = is_plain<T, A>(a, pub);
+  const int granule = plain_granule<T, A>(a, pub);
   for (size_t j = global_thread(); j < sn; j += 2 * G)
-    reduce_two<T, A, OPK, true>(a, (s0 + j) * E, (s0 + j + G) * E, j + G < sn, pub, plain);
+    reduce_two<T, A, OPK, true>(a, (s0 + j) * E, (s0 + j + G) * E, j + G < sn, pub, granule);
   // The tail (< E elements) is reduced by every rank, but stored only after the barrier: in place
   // on symmetric buffers, our output is a peer's input until then.
   const size_t ti = packs * E + global_thread();

@@ -53,6 +53,30 @@ __host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uin
 
 // ---- packs ---------------------------------------------------------------------------------
 // E elements of T moved as one 16-byte access when VEC, one element otherwise.
+// 16 bytes to p in stores of g bytes (p is g-aligned; g uniform over the grid).
+__device__ __forceinline__ void store_split(char *p, const uint4 &v, int g) {
+  if (g == 16) {
+    *(uint4 *)p = v;
+  } else if (g == 8) {
+    ((uint2 *)p)[0] = make_uint2(v.x, v.y);
+    ((uint2 *)p)[1] = make_uint2(v.z, v.w);
+  } else if (g == 4) {
+    uint32_t *q = (uint32_t *)p;
+    q[0] = v.x, q[1] = v.y, q[2] = v.z, q[3] = v.w;
+  } else {
+    const unsigned char *b = (const unsigned char *)&v;
+    for (int i = 0; i < 16; i += g)
+      if (g == 2) *(uint16_t *)(p + i) = *(const uint16_t *)(b + i);
+      else p[i] = (char)b[i];
+  }
+}
+
+// The widest store (16, 8, 4, 2 or 1 bytes) that address p is aligned for.
+__device__ __forceinline__ int store_granule(const void *p) {
+  const uintptr_t a = (uintptr_t)p;
+  return a % 16 == 0 ? 16 : a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
+}
+
 template <typename T, bool VEC>
 struct alignas(VEC ? 16 : alignof(T)) Pack {
   static constexpr int E = VEC ? 16 / sizeof(T) : 1;
@@ -61,8 +85,9 @@ struct alignas(VEC ? 16 : alignof(T)) Pack {
     if constexpr (VEC) *reinterpret_cast<uint4 *>(v) = *reinterpret_cast<const uint4 *>(p);
     else v[0] = *p;
   }
-  __device__ __forceinline__ void store(T *p) const {
-    if constexpr (VEC) *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(v);
+  // g: the widest store p allows (store_granule), 16 when aligned.
+  __device__ __forceinline__ void store(T *p, int g = 16) const {
+    if constexpr (VEC) store_split(reinterpret_cast<char *>(p), *reinterpret_cast<const uint4 *>(v), g);
     else *p = v[0];
   }
 };
@@ -229,23 +254,31 @@ __device__ __forceinline__ bool no_epilogue(const gc_kargs_t &a) {
   bool integer_avg = !std::is_floating_point<A>::value && a.op == GC_AVG;
   return !a.ep.apply_scale && !a.ep.add && a.ep.out_dtype == a.dtype && !integer_avg;
 }
-// ... and to an output the pack can be stored to in one access.
+// ... and how packs go to out: 0 through the epilogue element by element, else in stores of
+// store_granule(out) bytes (packs at out + 16 k share out's alignment) ...
+template <typename T, typename A>
+__device__ __forceinline__ int plain_granule(const gc_kargs_t &a, const void *out) {
+  return no_epilogue<T, A>(a) ? store_granule(out) : 0;
+}
+// ... and whether a pack goes to out in one access.
 template <typename T, typename A>
 __device__ __forceinline__ bool is_plain(const gc_kargs_t &a, const void *out) {
-  return no_epilogue<T, A>(a) && aligned16(out);
+  return plain_granule<T, A>(a, out) == 16;
 }
 
-// Writes a reduced pack to out at element `el`: one store when plain, else element by element
-// through the epilogue (which indexes the add vector with the same element number).
+// Writes a reduced pack to out at element `el`: in stores of `granule` bytes (plain_granule),
+// or, with granule 0, element by element through the epilogue (which indexes the add vector
+// with the same element number). An output that is no multiple of 16 bytes off alignment (a
+// reduce-scatter part on 3 GPUs, say) used to take the epilogue's element stores.
 template <typename T, typename A, bool VEC>
 __device__ __forceinline__ void store_at(const gc_kargs_t &a, size_t el, const A (&acc)[Pack<T, VEC>::E], void *out,
-                                         bool plain) {
+                                         int granule) {
   constexpr int E = Pack<T, VEC>::E;
-  if (plain) {
+  if (granule) {
     Pack<T, VEC> r;
 #pragma unroll
     for (int e = 0; e < E; e++) r.v[e] = from_acc<T>(acc[e]);
-    r.store((T *)out + el);
+    r.store((T *)out + el, granule);
   } else {
 #pragma unroll
     for (int e = 0; e < E; e++) finish<T, A>(acc[e], el + e, a.ep, a.op, a.peers.nranks, out);
@@ -408,24 +441,6 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
     for (size_t b = 0; b < len; b++) dst[b] = src[b];
 }
 
-// 16 bytes to p in stores of g bytes (p is g-aligned; g uniform over the grid).
-__device__ __forceinline__ void store_split(char *p, const uint4 &v, int g) {
-  if (g == 16) {
-    *(uint4 *)p = v;
-  } else if (g == 8) {
-    ((uint2 *)p)[0] = make_uint2(v.x, v.y);
-    ((uint2 *)p)[1] = make_uint2(v.z, v.w);
-  } else if (g == 4) {
-    uint32_t *q = (uint32_t *)p;
-    q[0] = v.x, q[1] = v.y, q[2] = v.z, q[3] = v.w;
-  } else {
-    const unsigned char *b = (const unsigned char *)&v;
-    for (int i = 0; i < 16; i += g)
-      if (g == 2) *(uint16_t *)(p + i) = *(const uint16_t *)(b + i);
-      else p[i] = (char)b[i];
-  }
-}
-
 // Copies nbytes: 16-byte loads once the source is aligned (its first bytes one by one), each
 // stored whole where the destination is aligned too, else in the widest stores its alignment
 // allows. The source is the side that may be a peer's, where wide accesses matter; the stores
@@ -442,8 +457,7 @@ __device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nb
   for (size_t k = t; k < head; k += G) d[k] = s[k];
   const uint4 *su = (const uint4 *)(s + head);
   char *du = d + head;
-  const uintptr_t da = (uintptr_t)du;
-  const int g = da % 16 == 0 ? 16 : da % 8 == 0 ? 8 : da % 4 == 0 ? 4 : da % 2 == 0 ? 2 : 1;
+  const int g = store_granule(du);
   size_t k = t;
   for (; k + 3 * G < units; k += 4 * G) {
     uint4 x0 = su[k], x1 = su[k + G], x2 = su[k + 2 * G], x3 = su[k + 3 * G];

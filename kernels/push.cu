@@ -63,7 +63,8 @@ __global__ void GC_LAUNCH_BOUNDS push_reducescatter_kernel(const gc_kargs_t a) {
     A acc[E];
     reduce_local<T, A, OPK>(slot(a.peers.push[me], par, 0), GC_PUSH_BLOCK_BYTES, n, a.op, acc);
     const int valid = (int)min((size_t)E, width - first);
-    if (valid == E && is_plain<T, A>(a, (const T *)a.recv + first)) store_at<T, A, true>(a, first, acc, a.recv, true);
+    const int granule = plain_granule<T, A>(a, (const T *)a.recv + first);
+    if (valid == E && granule) store_at<T, A, true>(a, first, acc, a.recv, granule);
     else
       for (int e = 0; e < valid; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
   }

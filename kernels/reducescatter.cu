@@ -17,7 +17,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
   // us against NCCL's 2904. The elements before and after the packs go one by one.
   const size_t head = R.rows == 1 ? min((E - R.in_offset % E) % E, R.width) : 0;
   const size_t row_packs = (R.width - head) / E, packs = R.rows * row_packs;
-  const bool plain = is_plain<T, A>(a, (const T *)a.recv + R.out_offset + head);
+  const int granule = plain_granule<T, A>(a, (const T *)a.recv + R.out_offset + head);
   // Two packs per step, all their loads issued before the first use. The output (and the
   // epilogue's add vector) is the region packed row after row.
   const size_t G = grid_threads();
@@ -28,8 +28,8 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
     A acc0[E], acc1[E];
     reduce_at<T, A, OPK, VEC>(a, R.in_offset + i0 * R.in_ld + j0, acc0);
     if (has1) reduce_at<T, A, OPK, VEC>(a, R.in_offset + i1 * R.in_ld + j1, acc1);
-    store_at<T, A, VEC>(a, R.out_offset + i0 * R.width + j0, acc0, a.recv, plain);
-    if (has1) store_at<T, A, VEC>(a, R.out_offset + i1 * R.width + j1, acc1, a.recv, plain);
+    store_at<T, A, VEC>(a, R.out_offset + i0 * R.width + j0, acc0, a.recv, granule);
+    if (has1) store_at<T, A, VEC>(a, R.out_offset + i1 * R.width + j1, acc1, a.recv, granule);
   }
   if (VEC && R.rows == 1) {
     const size_t tail0 = head + row_packs * E, loose = head + (R.width - tail0);
@@ -37,7 +37,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
       const size_t j = i < head ? i : tail0 + (i - head);
       A acc[1];
       reduce_at<T, A, OPK, false>(a, R.in_offset + j, acc);
-      store_at<T, A, false>(a, R.out_offset + j, acc, a.recv, false);
+      store_at<T, A, false>(a, R.out_offset + j, acc, a.recv, 0);
     }
   }
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
