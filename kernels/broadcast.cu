@@ -139,10 +139,9 @@ __device__ __forceinline__ uint32_t first_owned(int r, int root, int owners) {
 }
 
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). The data goes in
-// waves of one piece per block, block b's k-th piece the b-th of wave k. Pieces are `piece` bytes,
-// or, with a ramp, `ramp` bytes in wave 0, doubling from wave to wave up to `piece`: a rank
-// forwards nothing before its first piece has arrived, so the first wave's size is what every
-// hop adds to the time. Through owners (two hops): the piece's
+// waves of one `piece`-byte piece per block, block b's k-th piece the b-th of wave k. (First
+// waves of smaller pieces, doubling to `piece`, were tried and measured no faster on 2 or 4 GPUs:
+// runs 36, 42 and 55.) Through owners (two hops): the piece's
 // owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
 // of them; root writes the piece into the owner's output (and its own, out of place) and signals
 // the owner; the owner writes it on to every other rank and signals each of them. A rank waits
@@ -157,7 +156,7 @@ __device__ __forceinline__ uint32_t first_owned(int r, int root, int owners) {
 // once all its pieces have arrived, and the next call's entry barrier keeps its writes out of
 // outputs still in use.
 template <bool VEC>
-__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece, size_t ramp) {
+__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, root = a.root, owners = n - 1;
@@ -168,10 +167,8 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
   const uint32_t base = sync.epoch;
   const int next = (me + 1) % n, last = (root + n - 1) % n;
   uint32_t k = 0;
-  size_t p = ramp ? ramp : piece, wave = 0;  // this wave's piece and first byte
-  for (size_t off = blockIdx.x * p; off < bytes;
-       wave += gridDim.x * p, p = min(2 * p, piece), off = wave + blockIdx.x * p, k++) {
-    const size_t len = min(p, bytes - off);
+  for (size_t off = blockIdx.x * piece; off < bytes; off += gridDim.x * piece, k++) {
+    const size_t len = min(piece, bytes - off);
     const int owner = owner_of(k, root, owners);
     const uint32_t mark = base + k + 1;
     char *dst[GC_MAX_LOCAL_RANKS];
@@ -238,9 +235,8 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
   piece = piece < 8192 ? 8192 : piece > most ? most : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
-  const size_t ramp = a->ramp && a->ramp < piece ? (a->ramp + 15) & ~(size_t)15 : 0;
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
-  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece, ramp);
-  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece, ramp);
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }

@@ -88,7 +88,6 @@ typedef struct gc_kargs {
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
-  size_t ramp;       /* broadcast by writes: the first wave's piece, doubling up to piece (0: no ramp) */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */

@@ -130,8 +130,6 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
-  int64_t ramp = gc__param_int(GC_PARAM_PUSH_RAMP);
-  comm->push_ramp = ramp > 0 ? (size_t)ramp : 0;
   const char *pdl = gc__param_str(GC_PARAM_PDL); /* auto: decided with the device */
   if (strcmp(pdl, "auto") != 0 && strcmp(pdl, "0") != 0 && strcmp(pdl, "1") != 0)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PDL=%s: use auto, 0 or 1", pdl);

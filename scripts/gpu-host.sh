@@ -54,12 +54,10 @@ forced() {
   grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
 }
 
-# The collectives suite on 4 GPUs with each broadcast-by-writes schedule, many pieces per block,
-# the first ones 1 KB and doubling (SCHED_RAMP=0: all the same).
+# The collectives suite on 4 GPUs with each broadcast-by-writes schedule, many pieces per block.
 schedules() {
   for sched in ring owners; do
     step gpu_np4_bcast_$sched 120 env GC_TIMEOUT_MS=30000 GC_PUSH_SCHEDULE=$sched GC_PUSH_PIECE=4096 \
-      GC_PUSH_RAMP=${SCHED_RAMP:-1024} \
       $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite collectives
   done
 }
