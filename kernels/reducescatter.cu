@@ -11,11 +11,16 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
   const gc_kregion_t R = a.region[a.peers.rank];
-  // A 1-D region's packs start at its first element whose inputs are 16-byte aligned: its input
-  // offset may be no whole number of packs (a count that is no multiple of 16 bytes: parts on 3
-  // GPUs, say). Such parts used to take element loads from every peer: run 52, 3 GPUs, 1 GB 6010
-  // us against NCCL's 2904. The elements before and after the packs go one by one.
-  const size_t head = R.rows == 1 ? min((E - R.in_offset % E) % E, R.width) : 0;
+  // A 1-D region's packs start at its first input element on a 128-byte line (allocations are
+  // line-aligned, and so is every peer's input at the same offset): its input offset may be no
+  // whole number of packs or lines (a count that is no multiple of 128 bytes: parts on 3 GPUs,
+  // say). Parts off 16 bytes used to take element loads from every peer (run 52, 3 GPUs, 1 GB
+  // 6010 us against NCCL's 2904); parts off a line, a warp's 512 bytes over five lines of each
+  // peer: 1.47 NVLink bytes per byte read on 3 GPUs (run 56's counters, 1 GB in 2562.6 us)
+  // against 1.28 for aligned parts on 4 GPUs (run 55). The elements before and after the packs
+  // go one by one.
+  constexpr size_t LINE = VEC ? 128 / sizeof(T) : 1;
+  const size_t head = R.rows == 1 ? min((LINE - R.in_offset % LINE) % LINE, R.width) : 0;
   const size_t row_packs = (R.width - head) / E, packs = R.rows * row_packs;
   const int granule = plain_granule<T, A>(a, (const T *)a.recv + R.out_offset + head);
   // Two packs per step, all their loads issued before the first use. The output (and the
