@@ -95,7 +95,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   if (!sync.barrier()) return;
 
   size_t s0, sn;
-  slice_of(packs, n, me, &s0, &sn);
+  slice_lines(packs, n, me, &s0, &sn);
   void *pub = a.pub[me];
   const int granule = plain_granule<T, A>(a, pub);
   for (size_t j = global_thread(); j < sn; j += 2 * G)
@@ -114,7 +114,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   // Gather: the j-th pack of every owner's slice is loaded before any is stored, so n loads
   // from n different GPUs are in flight per thread.
   size_t q0[GC_MAX_LOCAL_RANKS], qn[GC_MAX_LOCAL_RANKS];
-  for (int q = 0; q < n; q++) slice_of(packs, n, q, &q0[q], &qn[q]);
+  for (int q = 0; q < n; q++) slice_lines(packs, n, q, &q0[q], &qn[q]);
   if (out_pack_bytes == 16 && aligned16(a.recv)) {
     for (size_t j = global_thread(); j < qn[0]; j += G) {
       uint4 v[GC_MAX_LOCAL_RANKS];
@@ -140,7 +140,8 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
 
 // Two-shot by writes. a.in[r] is rank r's inbox (staging), a.pub[r] where rank r's output is
 // assembled (its symmetric recv, or its staging); a.send this rank's input. Packs are 16 bytes of
-// input, the last one partial; rank q owns the packs of slice q.
+// input, the last one partial; rank q owns the packs of slice q (slice_lines), and inbox rows
+// hold the largest slice.
 //   1. every rank writes slice q of its input into rank q's inbox, row `rank`;
 //   2. barrier; rank q reduces its inbox rows in rank order and writes the result into every
 //      rank's pub, at the slice's place;
@@ -155,7 +156,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
   const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype);
-  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16, row = (packs + n - 1) / n;
+  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16, row = ((packs + 7) / 8 + n - 1) / n * 8;
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
 
@@ -164,7 +165,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   for (int i = 1; i <= n; i++) {
     const int q = (me + i) % n;
     size_t q0, qn;
-    slice_of(packs, n, q, &q0, &qn);
+    slice_lines(packs, n, q, &q0, &qn);
     unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
     for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
   }
@@ -172,7 +173,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
 
   // 2. reduce our slice from the inbox (local), write the result to every rank.
   size_t s0, sn;
-  slice_of(packs, n, me, &s0, &sn);
+  slice_lines(packs, n, me, &s0, &sn);
   const unsigned char *inbox = (const unsigned char *)a.in[me];
   const bool plain = is_plain<T, A>(a, a.pub[me]);
   for (size_t j = gt; j < sn; j += G) {
@@ -193,7 +194,7 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   if (a.pub[me] != a.recv)
     for (int q = 0; q < n; q++) {
       size_t q0, qn;
-      slice_of(packs, n, q, &q0, &qn);
+      slice_lines(packs, n, q, &q0, &qn);
       for (size_t j = gt; j < qn; j += G) {
         const size_t first = (q0 + j) * E;
         put_bytes((unsigned char *)a.recv + first * os, (const unsigned char *)a.pub[me] + first * os,
