@@ -118,7 +118,7 @@ template <typename T, typename A, int OPK>
 __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *mine, size_t row, size_t width) {
   constexpr int E = 16 / sizeof(T);
   const int n = a.peers.nranks;
-  const bool plain = is_plain<T, A>(a, a.recv);  // whole 16-byte stores, nothing else in this loop
+  const bool plain = is_plain<T, A>(a, a.recv);  // granules as constants: a run-time one made this loop spill
   Deadline d;
   for (size_t k = global_thread(); k * E < width; k += grid_threads()) {
     uint4 v[GC_MAX_LOCAL_RANKS];
@@ -126,9 +126,12 @@ __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *
     A acc[E];
     reduce_packs<T, A, OPK>(v, n, a.op, acc);
     const size_t first = k * E;
-    if (first + E <= width && plain) store_at<T, A, true>(a, first, acc, a.recv, 16);
-    else
+    if (first + E <= width) {
+      if (plain) store_at<T, A, true>(a, first, acc, a.recv, 16);
+      else store_at<T, A, true>(a, first, acc, a.recv, 0);
+    } else {
       for (int e = 0; first + e < width; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
+    }
   }
   return true;
 }
