@@ -156,7 +156,8 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
   const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype);
-  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16, row = ((packs + 7) / 8 + n - 1) / n * 8;
+  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16;
+  const size_t lines = (packs + GC_LINE_PACKS - 1) / GC_LINE_PACKS, row = (lines + n - 1) / n * GC_LINE_PACKS;
   const size_t G = grid_threads(), gt = global_thread();
   const char *send = (const char *)a.send;
 

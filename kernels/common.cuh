@@ -406,16 +406,16 @@ __device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0,
   *s0 = r * base + (r < (int)extra ? r : extra);
   *sn = base + (r < (int)extra ? 1 : 0);
 }
-// The same split of `packs` in whole 128-byte lines of 8 packs (the last one may be partial), for
-// slices that peers read or write: a warp's 512 bytes then cover four whole lines, not parts of
-// five (3-GPU slices of a power-of-two count sat 16-112 bytes off a line). 3 x H200, two-shot
-// all-reduce by writes, bf16: 4 / 16 / 64 MB 24.04 / 75.27 / 283.5 us before, 22.99 / 70.54 /
-// 276.1 after (runs 57 and 58).
+// The same split of `packs` in whole 128-byte lines of GC_LINE_PACKS packs (the last one may be
+// partial), for slices that peers read or write: a warp's 512 bytes then cover four whole lines,
+// not parts of five (3-GPU slices of a power-of-two count sat 16-112 bytes off a line). 3 x H200,
+// two-shot all-reduce by writes, bf16: 4 / 16 / 64 MB 24.04 / 75.27 / 283.5 us before, 22.99 /
+// 70.54 / 276.1 after (runs 57 and 58).
 __device__ __forceinline__ void slice_lines(size_t packs, int n, int r, size_t *p0, size_t *pn) {
   size_t l0, ln;
-  slice_of((packs + 7) / 8, n, r, &l0, &ln);
-  *p0 = min(l0 * 8, packs);
-  *pn = min((l0 + ln) * 8, packs) - *p0;
+  slice_of((packs + GC_LINE_PACKS - 1) / GC_LINE_PACKS, n, r, &l0, &ln);
+  *p0 = min(l0 * GC_LINE_PACKS, packs);
+  *pn = min((l0 + ln) * GC_LINE_PACKS, packs) - *p0;
 }
 
 __device__ __forceinline__ size_t global_thread() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }

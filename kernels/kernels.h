@@ -17,6 +17,8 @@ extern "C" {
 /* Largest grid of a peer-to-peer kernel: one signal slot per (block, peer). */
 #define GC_KMAX_BLOCKS 256
 #define GC_KTHREADS 512
+/* Packs (16 bytes) per 128-byte line: slices that peers touch start on lines (slice_lines). */
+#define GC_LINE_PACKS 8
 
 /* One rank's signal area, exported over CUDA IPC. flag[b][p] is written only by peer p's block b
  * (single writer) with the epoch of the barrier it reached; epoch[b] is this rank's own count of

@@ -189,8 +189,10 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
     int out_sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
-     * chunk's n inbox rows (ceil(lines / n) lines of 8 packs each) fit half the staging area. */
-    size_t chunk_packs = staging_half(comm) / 16 / (8 * (size_t)n) * (8 * (size_t)n);
+     * chunk's n inbox rows (ceil(lines / n) lines of GC_LINE_PACKS packs each) fit half the staging
+     * area. */
+    const size_t per_line_row = GC_LINE_PACKS * (size_t)n;
+    size_t chunk_packs = staging_half(comm) / 16 / per_line_row * per_line_row;
     size_t chunk = chunk_packs * 16 / es;
     if (!out_sym && chunk > staging_half(comm) / os) chunk = (staging_half(comm) / os) & ~(size_t)15;
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);

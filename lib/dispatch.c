@@ -186,9 +186,9 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   plan->algo = algo;
   /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row);
    * the small two-shot by writes, one pack of its slice; the rest two packs of the input. */
-  int small_twoshot = !ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE
-                          ? twoshot_push_threads(comm->local_size, bytes / (size_t)comm->local_size)
-                          : 0;
+  const size_t slice = bytes / (size_t)comm->local_size;
+  int small_twoshot =
+      !ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE ? twoshot_push_threads(comm->local_size, slice) : 0;
   size_t work = bytes, per_block = 2 * GC_KTHREADS;
   plan->threads = GC_KTHREADS;
   if (ll) {
@@ -198,7 +198,7 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   } else if (small_twoshot) {
     plan->threads = small_twoshot;
     per_block = (size_t)small_twoshot;
-    work = bytes / (size_t)comm->local_size;
+    work = slice;
   }
   plan->blocks = grid_for(work, cap, per_block);
   GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks of %d threads", gc__coll_name(coll), bytes,
