@@ -4,12 +4,15 @@
 // through peer access; no MPI, no gpucoll. The figures bound what a kernel design can reach.
 //
 // usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)] [pattern name prefix (all)]
+// bulk-*: cp.async.bulk copies (sm_90+) of 16 KB chunks, one thread per block; the unroll column
+// is then the number of shared-memory stages (loads in flight + 1).
 // ce-rotate-N: one stream per GPU copies its regions in N MB pieces, piece by piece to peer d+1,
 // d+2, ... in turn (the order of the copy-engine reduce-scatter's copies, without its reductions
 // and barriers); ce-ring-N: the same pieces, all to peer d+1.
 // Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
 // inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +75,75 @@ __global__ void __launch_bounds__(kThreads) move(Peers P, size_t units) {
   }
 }
 
+// Bulk copies (sm_90's cp.async.bulk, the tensor memory accelerator): one thread per block moves
+// chunks of kChunk bytes, peer global memory to shared to global, through `stages` shared buffers
+// so that up to stages - 1 loads are in flight while earlier chunks are stored. Chunk i of the
+// block's share is peer i % count's chunk i / count. Whether such copies carry NVLink payload at
+// the copy engines' protocol cost (1.10 raw bytes per payload byte against the SM's 1.19-1.28) is
+// what these patterns measure.
+constexpr int kChunk = 16384;
+constexpr int kMaxStages = 4;
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+template <bool WRITE>
+__global__ void __launch_bounds__(kThreads) bulk_move(Peers P, size_t units, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char buf[];  // stages x kChunk
+  __shared__ __align__(8) uint64_t full[kMaxStages];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < stages; s++)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const size_t chunk_units = kChunk / 16, per_peer = units / chunk_units, total = per_peer * P.count;
+  auto src_of = [&](size_t i) {
+    const int p = (int)(i % P.count);
+    return (const char *)(WRITE ? P.local[p] : P.remote[p]) + (i / P.count) * kChunk;
+  };
+  auto dst_of = [&](size_t i) {
+    const int p = (int)(i % P.count);
+    return (char *)(WRITE ? P.remote[p] : P.local[p]) + (i / P.count) * kChunk;
+  };
+  auto load = [&](size_t i, int s) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&full[s])), "r"(kChunk)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smem_addr(buf + (size_t)s * kChunk)),
+        "l"((uint64_t)src_of(i)), "r"(kChunk), "r"(smem_addr(&full[s]))
+        : "memory");
+  };
+  uint32_t phase = 0;  // bit s: the parity stage s waits for next
+  size_t first = blockIdx.x, step = gridDim.x, issued = first;
+  for (int s = 0; s < stages - 1 && issued < total; s++, issued += step) load(issued, s);
+  int s = 0;
+  for (size_t i = first; i < total; i += step, s = (s + 1) % stages) {
+    if (issued < total) {  // refill the stage the previous chunk's store read from
+      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      load(issued, (s + stages - 1) % stages);
+      issued += step;
+    }
+    uint32_t done = 0;
+    for (long spin = 0; !done; spin++) {
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(smem_addr(&full[s])), "r"((phase >> s) & 1u)
+          : "memory");
+      if (spin > (1L << 30)) __trap();  // a bulk copy that never completes: fail, do not hang
+    }
+    phase ^= 1u << s;
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"((uint64_t)dst_of(i)),
+                 "r"(smem_addr(buf + (size_t)s * kChunk)), "r"(kChunk)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+  __trap();  // bulk copies need sm_90
+#endif
+}
+
 typedef void (*kernel_t)(Peers, size_t);
 template <int U>
 kernel_t pick(bool write, bool split) {
@@ -102,7 +174,7 @@ static int peers_of(int d, bool ring, int *out) {
 }
 
 // Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
-static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll, int blocks, int iters,
+static float run_pattern(bool ce, bool ring, bool write, bool split, bool bulk, int unroll, int blocks, int iters,
                          size_t piece_mb, int *npeers) {
   // What each GPU moves is the same in every iteration: built once, before the timed launches.
   int list[kMaxGpus][kMaxGpus];
@@ -148,6 +220,11 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, int unroll,
           CHECK(cudaEventRecord(g.copied[i], g.stream[i]));
           CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[i], 0));
         }
+      } else if (bulk) {  // unroll = stages
+        const size_t smem = (size_t)unroll * kChunk;
+        if (write) bulk_move<true><<<blocks, kThreads, smem, g.stream[0]>>>(P[d], region_bytes / 16, unroll);
+        else bulk_move<false><<<blocks, kThreads, smem, g.stream[0]>>>(P[d], region_bytes / 16, unroll);
+        CHECK(cudaGetLastError());
       } else {
         k<<<blocks, kThreads, 0, g.stream[0]>>>(P[d], region_bytes / 16);
         CHECK(cudaGetLastError());
@@ -213,6 +290,7 @@ int main(int argc, char **argv) {
     const char *name;
     bool ce, ring, write, split;
     size_t piece_mb;
+    bool bulk;
   } pats[] = {
       {"read-all-interleaved", false, false, false, false}, {"read-all-split", false, false, false, true},
       {"write-all-interleaved", false, false, true, false}, {"write-all-split", false, false, true, true},
@@ -222,17 +300,28 @@ int main(int argc, char **argv) {
       {"ce-rotate-16", true, false, true, false, 16},       {"ce-rotate-64", true, false, true, false, 64},
       {"ce-ring-1", true, true, true, false, 1},            {"ce-ring-4", true, true, true, false, 4},
       {"ce-ring-16", true, true, true, false, 16},
+      {"bulk-read-all", false, false, false, false, 0, true}, {"bulk-write-all", false, false, true, false, 0, true},
+      {"bulk-read-ring", false, true, false, false, 0, true}, {"bulk-write-ring", false, true, true, false, 0, true},
   };
+  for (int d = 0; d < ngpu; d++) {  // the bulk kernels' stage buffers: up to kMaxStages x kChunk bytes
+    CHECK(cudaSetDevice(d));
+    CHECK(cudaFuncSetAttribute(bulk_move<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxStages * kChunk));
+    CHECK(cudaFuncSetAttribute(bulk_move<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxStages * kChunk));
+  }
   static constexpr int block_list[] = {16, 32, 64, 132, 264};
   constexpr int nblock_list = (int)(sizeof block_list / sizeof block_list[0]);
   // A split grid needs a block per peer (kMaxGpus - 1 at most); the smallest count has them.
   static_assert(block_list[0] >= kMaxGpus - 1, "split patterns need a block per peer");
   for (auto &pt : pats) {
     if (strncmp(pt.name, only, strlen(only)) != 0) continue;
+    if (pt.bulk && prop.major < 9) {
+      printf("  %-22s skipped: bulk copies need compute capability 9.0\n", pt.name);
+      continue;
+    }
     for (int bi = 0; bi < (pt.ce ? 1 : nblock_list); bi++) {
       for (int unroll = 1; unroll <= (pt.ce ? 1 : 4); unroll *= 2) {
         int blocks = block_list[bi], np = 0;
-        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, unroll, blocks, iters, pt.piece_mb, &np);
+        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, pt.bulk, unroll, blocks, iters, pt.piece_mb, &np);
         double gbs = (double)np * region_bytes / (ms * 1e-3) / 1e9;
         printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, pt.ce ? 0 : blocks, unroll, ms, gbs);
         fflush(stdout);
