@@ -52,21 +52,30 @@ cudaError_t with_reduce_types(int dtype, int op, F &&launch) {
 __host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 // ---- packs ---------------------------------------------------------------------------------
-// 16 bytes to p in stores of g bytes (p is g-aligned; g uniform over the grid).
+// 16 bytes to p in stores of g bytes (p is g-aligned; g uniform over the grid). The words are
+// taken apart by shifts, never through v's address, which would put v in local memory (stack
+// frames in every kernel that stores through here).
 __device__ __forceinline__ void store_split(char *p, const uint4 &v, int g) {
   if (g == 16) {
     *(uint4 *)p = v;
   } else if (g == 8) {
     ((uint2 *)p)[0] = make_uint2(v.x, v.y);
     ((uint2 *)p)[1] = make_uint2(v.z, v.w);
-  } else if (g == 4) {
-    uint32_t *q = (uint32_t *)p;
-    q[0] = v.x, q[1] = v.y, q[2] = v.z, q[3] = v.w;
   } else {
-    const unsigned char *b = (const unsigned char *)&v;
-    for (int i = 0; i < 16; i += g)
-      if (g == 2) *(uint16_t *)(p + i) = *(const uint16_t *)(b + i);
-      else p[i] = (char)b[i];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      char *q = p + 4 * i;
+      if (g == 4) {
+        *(uint32_t *)q = w[i];
+      } else if (g == 2) {
+        ((uint16_t *)q)[0] = (uint16_t)w[i];
+        ((uint16_t *)q)[1] = (uint16_t)(w[i] >> 16);
+      } else {
+#pragma unroll
+        for (int b = 0; b < 4; b++) q[b] = (char)(w[i] >> (8 * b));
+      }
+    }
   }
 }
 
