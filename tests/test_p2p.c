@@ -481,7 +481,14 @@ static void test_bywrites_queued(void) {
                  {Q_AR_SYM, 1048576, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT},
                  {Q_RS, 700001, GC_ALGO_TWOSHOT_PUSH}};
   const int n = gc_test_size, me = gc_test_rank;
-  const size_t slot = 4200000; /* elements per call's slice */
+  const size_t m = 2097169; /* the captured all-reduce's count, below */
+  /* Elements per call's slice: the largest input (a reduce-scatter's is n x its count; a fixed
+   * 4.2 M ran past the buffers on 8 ranks, run 67). */
+  size_t slot = m;
+  for (int i = 0; i < QUEUED; i++) {
+    size_t in = q[i].kind == Q_RS ? q[i].count * n : q[i].count;
+    if (in > slot) slot = in;
+  }
   char *sym_in = NULL, *sym_out = NULL;
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, QUEUED * slot * 2, (void **)&sym_in));
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, QUEUED * slot * 2, (void **)&sym_out));
@@ -521,7 +528,6 @@ static void test_bywrites_queued(void) {
   }
 
   /* Captured once: a two-shot all-reduce by writes, then a reduce-scatter by writes of its output. */
-  const size_t m = 2097169;
   void *exec = NULL;
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = GC_ALGO_TWOSHOT_PUSH;
