@@ -19,6 +19,8 @@
 
 #include <vector>
 
+#include "bulk.cuh"
+
 #define CHECK(x)                                                                              \
   do {                                                                                        \
     cudaError_t e_ = (x);                                                                     \
@@ -84,17 +86,13 @@ __global__ void __launch_bounds__(kThreads) move(Peers P, size_t units) {
 constexpr int kChunk = 16384;
 constexpr int kMaxStages = 4;
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
 template <bool WRITE>
 __global__ void __launch_bounds__(kThreads) bulk_move(Peers P, size_t units, int stages) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char buf[];  // stages x kChunk
   __shared__ __align__(8) uint64_t full[kMaxStages];
   if (threadIdx.x != 0) return;
-  for (int s = 0; s < stages; s++)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  for (int s = 0; s < stages; s++) gc::bulk::init(&full[s]);
   const size_t chunk_units = kChunk / 16, per_peer = units / chunk_units, total = per_peer * P.count;
   auto src_of = [&](size_t i) {
     const int p = (int)(i % P.count);
@@ -104,41 +102,24 @@ __global__ void __launch_bounds__(kThreads) bulk_move(Peers P, size_t units, int
     const int p = (int)(i % P.count);
     return (char *)(WRITE ? P.remote[p] : P.local[p]) + (i / P.count) * kChunk;
   };
-  auto load = [&](size_t i, int s) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&full[s])), "r"(kChunk)
-                 : "memory");
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-            smem_addr(buf + (size_t)s * kChunk)),
-        "l"((uint64_t)src_of(i)), "r"(kChunk), "r"(smem_addr(&full[s]))
-        : "memory");
-  };
+  auto load = [&](size_t i, int s) { gc::bulk::load(buf + (size_t)s * kChunk, src_of(i), kChunk, &full[s]); };
   uint32_t phase = 0;  // bit s: the parity stage s waits for next
   size_t first = blockIdx.x, step = gridDim.x, issued = first;
   for (int s = 0; s < stages - 1 && issued < total; s++, issued += step) load(issued, s);
   int s = 0;
   for (size_t i = first; i < total; i += step, s = (s + 1) % stages) {
     if (issued < total) {  // refill the stage the previous chunk's store read from
-      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      gc::bulk::wait<0, true>();
       load(issued, (s + stages - 1) % stages);
       issued += step;
     }
-    uint32_t done = 0;
-    for (long spin = 0; !done; spin++) {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(smem_addr(&full[s])), "r"((phase >> s) & 1u)
-          : "memory");
+    for (long spin = 0; !gc::bulk::done(&full[s], (phase >> s) & 1u); spin++)
       if (spin > (1L << 30)) __trap();  // a bulk copy that never completes: fail, do not hang
-    }
     phase ^= 1u << s;
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"((uint64_t)dst_of(i)),
-                 "r"(smem_addr(buf + (size_t)s * kChunk)), "r"(kChunk)
-                 : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    gc::bulk::store(dst_of(i), buf + (size_t)s * kChunk, kChunk);
+    gc::bulk::commit();
   }
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  gc::bulk::wait<0>();
 #else
   __trap();  // bulk copies need sm_90
 #endif
