@@ -3,7 +3,6 @@
 // then every rank gathers the slices from their holders, so root's links carry the data once.
 // By writes: root writes each piece into one owner's output, the owner writes it on to the others,
 // each step signalled point to point, so pieces stream through without barriers.
-#include "bulk.cuh"
 #include "common.cuh"
 
 namespace gc {
@@ -213,92 +212,6 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
   sync.done();
 }
 
-// Along the ring by bulk copies (sm_90; 16-byte aligned buffers): the same pieces and
-// signals as the ring above, but one thread per block moves them, each piece through shared
-// memory (a local bulk load, then a bulk store into the next rank's output), and it keeps two
-// pieces in flight: piece k is signalled once its bulk group has completed, while piece k + 1 is
-// already on its way. The SM ring's release drains every store before the next piece starts,
-// which ties its pipeline's fill to its piece size (runs 63-64). A rank whose next piece has
-// not arrived yet completes and signals what it has in flight first, so a hop never waits on the
-// one behind it.
-__global__ void GC_LAUNCH_BOUNDS broadcast_bulk_kernel(const gc_kargs_t a, size_t piece) {
-  extern __shared__ __align__(128) unsigned char stage[];  // 2 x piece
-  __shared__ __align__(8) uint64_t loaded[2];
-  __shared__ int failed;
-  pdl_begin(a.pdl);
-  Sync sync(a.peers);
-  const int n = a.peers.nranks, me = a.peers.rank, root = a.root;
-  const size_t bytes = a.count * dtype_size(a.dtype), step = gridDim.x * piece;
-  if (!sync.barrier()) return;  // every output may be written
-  const uint32_t base = sync.epoch;
-  const uint32_t K = bytes > blockIdx.x * piece ? (uint32_t)((bytes - blockIdx.x * piece - 1) / step + 1) : 0;
-  if (threadIdx.x == 0) {
-    failed = 0;
-    const int prev = (me + n - 1) % n, next = (me + 1) % n;
-    const uint32_t *arrived = &a.peers.sig[me]->flag[blockIdx.x][prev];
-    uint32_t *told = &a.peers.sig[next]->flag[blockIdx.x][me];
-    const char *from = me == root ? (const char *)a.send : (const char *)a.recv;
-    char *own = (char *)a.recv, *to = (char *)a.pub[next];
-    const bool copy_own = me == root && from != own;
-    if (next == root) {  // the last rank: everything has arrived once the last piece has
-      if (K && !sync.wait_word(arrived, base + K)) failed = 1;
-    } else {
-      bulk::init(&loaded[0]);
-      bulk::init(&loaded[1]);
-      uint32_t issued = 0, signalled = 0;
-      for (uint32_t k = 0; k < K && !failed; k++) {
-        const size_t off = blockIdx.x * piece + k * step;
-        const uint32_t len = (uint32_t)min(piece, bytes - off), s = k & 1;
-        if (me != root) {
-          if ((int32_t)(ld_acquire_sys(arrived) - (base + k + 1)) < 0) {
-            if (signalled < issued) {  // not here yet: hand on what is in flight first
-              bulk::wait<0>();
-              bulk::fence_proxy();
-              st_release_sys(told, base + issued);
-              signalled = issued;
-            }
-            if (!sync.wait_word(arrived, base + k + 1)) failed = 1;
-          }
-          bulk::fence_proxy();
-        }
-        // Stage s was last read by piece k - 2's store, which the previous round's wait<1> covered.
-        // The data's last bytes past a 16-byte multiple go by plain stores, which the release
-        // covers too.
-        const uint32_t whole = len & ~15u;
-        for (uint32_t b = whole; b < len; b++) {
-          to[off + b] = from[off + b];
-          if (copy_own) own[off + b] = from[off + b];
-        }
-        if (whole) {
-          bulk::load(stage + s * piece, from + off, whole, &loaded[s]);
-          Deadline d;
-          while (!failed && !bulk::done(&loaded[s], (k >> 1) & 1))
-            if (d.expired(a.peers)) failed = 1;
-          if (failed) break;
-          bulk::store(to + off, stage + s * piece, whole);
-          if (copy_own) bulk::store(own + off, stage + s * piece, whole);
-        }
-        bulk::commit();
-        issued = k + 1;
-        if (k >= 1) {  // piece k - 1 (and all before it) complete: the next rank may forward it
-          bulk::wait<1>();
-          bulk::fence_proxy();
-          st_release_sys(told, base + k);
-          signalled = k;
-        }
-      }
-      bulk::wait<0>();
-      if (!failed && signalled < issued) {
-        bulk::fence_proxy();
-        st_release_sys(told, base + issued);
-      }
-    }
-  }
-  if (__syncthreads_or(threadIdx.x == 0 && failed)) return;
-  sync.epoch = base + K;
-  sync.done();
-}
-
 }  // namespace gc
 
 extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t s) {
@@ -308,13 +221,6 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_kernel<true>, *a, one_stage);
   return cudaLaunchKernelEx(&cfg, gc::broadcast_kernel<false>, *a, one_stage);
-}
-
-// Bulk copies need compute capability 9.0 (the current device's).
-static bool bulk_capable() {
-  int dev = 0, major = 0;
-  return cudaGetDevice(&dev) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
 }
 
 extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
@@ -331,16 +237,6 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < a->peers.nranks; p++) vec &= gc::aligned16(a->pub[p]);
-  if (a->ring == 2 && vec && bulk_capable()) {
-    // The bulk ring: one warp per block (one thread moves the data), two pieces of shared memory.
-    if (piece > 65536) piece = 65536;  // two of them in shared memory
-    cfg.blockDim = dim3(32);
-    cfg.dynamicSmemBytes = 2 * piece;
-    cudaError_t e = cudaFuncSetAttribute(gc::broadcast_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)cfg.dynamicSmemBytes);
-    if (e != cudaSuccess) return e;
-    return cudaLaunchKernelEx(&cfg, gc::broadcast_bulk_kernel, *a, piece);
-  }
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
   return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }

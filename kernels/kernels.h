@@ -89,7 +89,7 @@ typedef struct gc_kargs {
   int pdl;
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
-  int ring;          /* broadcast by writes: 0 = through owners, 1 = along the ring, 2 = the ring by bulk copies */
+  int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */

@@ -368,8 +368,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   return GC_SUCCESS;
 }
 
-/* Broadcast by writes: along the ring (by SM stores, or by bulk copies: `bulk`) or through owners
- * (GC_PUSH_SCHEDULE). By size: owners (two
+/* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
  * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16, forced, run 29
  * (bench/results/forced/ll4_broadcast_twoshot_push*_run29.txt): owners with 32 KB pieces 210.5 us
  * at 64 MB, 790.8 at 256 MB, 3109.4 at 1 GB; the ring (64 KB pieces) 781.4 and 2977.0 at 256 MB

@@ -139,10 +139,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   ll_threads = ll_threads < 32 ? 32 : ll_threads > 512 ? 512 : ll_threads;
   comm->ll_threads = (int)(ll_threads / 32 * 32);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
-  comm->push_schedule = strcmp(schedule, "bulk") == 0    ? 2
-                        : strcmp(schedule, "ring") == 0   ? 1
-                        : strcmp(schedule, "owners") == 0 ? 0
-                                                          : -1;
+  comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),

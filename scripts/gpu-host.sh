@@ -56,7 +56,7 @@ forced() {
 
 # The collectives suite on 4 GPUs with each broadcast-by-writes schedule, many pieces per block.
 schedules() {
-  for sched in ring owners bulk; do
+  for sched in ring owners; do
     step gpu_np4_bcast_$sched 120 env GC_TIMEOUT_MS=30000 GC_PUSH_SCHEDULE=$sched GC_PUSH_PIECE=4096 \
       $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite collectives
   done
