@@ -69,14 +69,5 @@ __device__ __forceinline__ void wait() {
 #endif
 }
 
-// Orders this thread's ordinary (generic-proxy) accesses against its bulk copies (async proxy):
-// after an acquire, before a bulk load of what it covers; after a bulk store's wait, before the
-// release that publishes it.
-__device__ __forceinline__ void fence_proxy() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-#endif
-}
-
 }  // namespace bulk
 }  // namespace gc
