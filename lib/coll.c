@@ -369,13 +369,16 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
 }
 
 /* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
- * hops) up to 64 MB, the ring (one writer per receiver) above. 4 x H200, bf16, forced, run 29
- * (bench/results/forced/ll4_broadcast_twoshot_push*_run29.txt): owners with 32 KB pieces 210.5 us
- * at 64 MB, 790.8 at 256 MB, 3109.4 at 1 GB; the ring (64 KB pieces) 781.4 and 2977.0 at 256 MB
- * and 1 GB (run 29), 234.7 at 64 MB (forced/bcast4_ring.txt, runs 7-9). */
+ * hops) up to 64 MB on 3-4 GPUs and 256 MB on 5-8, the ring (one writer per receiver) above. 4 x
+ * H200, bf16, forced, run 29 (bench/results/forced/ll4_broadcast_twoshot_push*_run29.txt): owners
+ * with 32 KB pieces 210.5 us at 64 MB, 790.8 at 256 MB, 3109.4 at 1 GB; the ring (64 KB pieces)
+ * 781.4 and 2977.0 at 256 MB and 1 GB (run 29), 234.7 at 64 MB (forced/bcast4_ring.txt, runs 7-9).
+ * 8 x H200, run 69 (forced/ll8_broadcast_twoshot_push_*_run69.txt): owners 231.3 / 813.2 / 3159.7
+ * at 64 MB / 256 MB / 1 GB, the ring 285.2 / 839.3 / 3042.6. */
 static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
   if (comm->push_schedule >= 0) return comm->push_schedule;
-  return comm->local_size > 2 && bytes > ((size_t)64 << 20);
+  size_t owners_up_to = (size_t)(comm->local_size > 4 ? 256 : 64) << 20;
+  return comm->local_size > 2 && bytes > owners_up_to;
 }
 
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,

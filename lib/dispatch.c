@@ -31,8 +31,8 @@ typedef struct {
  * (reduce-scatter kernel + copy-engine all-gather, copyengine.c); all-gather and broadcast switch
  * to the copy engines past the sizes in the row comments. The copy-engine reduce-scatter ran at
  * 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path and the broadcast by writes
- * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: not measured
- * (no 8-GPU host yet), the 4-GPU choices with the one-shot limit halved. */
+ * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: from 8 x H200,
+ * run 69 (bench/results/forced/ll8_*_run69.txt, each algorithm forced, us). */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
@@ -51,12 +51,23 @@ static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 128 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 32 * MB, GC_ALGO_TWOSHOT, 132, NONE, NONE},
+    /* 8 GPUs: the push one-shot 3.72 / 4.34 at 1 / 16 KB against LL's 4.19 / 4.84; LL 5.95 / 10.22
+     * at 64 / 256 KB against the one-shot's 6.09 / 13.43 and the two-shot by writes' 11.55 / 12.19;
+     * by writes 14.65 / 31.35 / 95.98 / 365.4 at 1 / 4 / 16 / 64 MB against by reads 17.96 / 38.08 /
+     * 114.5 / 377.5 and the copy engines' 394.9 at 64 MB; the copy engines 1384.3 / 5351.5 at 256 MB /
+     * 1 GB against by reads 1449.7 / 5734.0 and by writes 1456.7 / 5826.1. */
+    {GC_COLL_ALLREDUCE, 5, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
      * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
-    {GC_COLL_REDUCESCATTER, 2, 8, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_REDUCESCATTER, 2, 4, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    /* 8 GPUs: LL 4.81 / 6.04 / 8.41 / 18.29 at 1 KB / 256 KB / 1 MB / 4 MB against the one-shot's
+     * 5.30 / 8.10 / 10.01 / 20.74. Past 16 MB the one-shot and the reduce-scatter by writes are
+     * level (731.8 / 731.7 at 256 MB, 2901.6 / 2866.1 at 1 GB). */
+    {GC_COLL_REDUCESCATTER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     /* From a plain input the one-shot copies every chunk into staging first; past 16 MB the
      * reduce-scatter by writes, which sends from the input where it is, is faster (run 24,
      * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
@@ -70,7 +81,13 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 119.2 vs 114.1 us */
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
-    {GC_COLL_ALLGATHER, 3, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
+    {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
+    /* 8 GPUs: the push kernel 3.80 / 5.24 / 8.37 / 20.66 at 1 KB / 256 KB / 1 MB / 4 MB against LL's
+     * 5.25 / 6.52 / 8.69 / 17.40; the copy engines 711.2 / 2472.5 at 256 MB / 1 GB against the
+     * kernel's 725.7 / 2884.4, 245.7 against 194.9 at 64 MB. */
+    {GC_COLL_ALLGATHER, 5, 8, 1 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLGATHER, 5, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* Broadcast, us (run 17, forced, 1 KB - 4 MB: bench/results/forced/bcast{4,2}_*_run17.txt; run
@@ -91,9 +108,16 @@ static const row_t rows[] = {
      * since run 29: 13.75 / 25.71 / 69.69 at 1 / 4 / 16 MB, still behind LL); by writes (owners to
      * 64 MB, then the ring; coll.c) 210.5 / 781.4 at 64 / 256 MB (run 29) against LL's 238.8 / 949.9
      * and the copy engines' 338.9 / 1127.8 (run 18). */
-    {GC_COLL_BROADCAST, 3, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 3, 8, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    /* 8 GPUs: the push one-shot 2.91 / 4.67 at 1 / 64 KB against LL's 4.38 / 5.01; LL 8.88 / 9.48 /
+     * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
+     * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3; the two-stage pull 1372.1 and
+     * the copy engines 1266.4 at 256 MB against by writes' 813.2 (owners; schedule: coll.c). */
+    {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
 };
 
