@@ -113,11 +113,13 @@ static const row_t rows[] = {
     {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     /* 8 GPUs: the push one-shot 2.91 / 4.67 at 1 / 64 KB against LL's 4.38 / 5.01; LL 8.88 / 9.48 /
      * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
-     * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3; the two-stage pull 1372.1 and
-     * the copy engines 1266.4 at 256 MB against by writes' 813.2 (owners; schedule: coll.c). */
+     * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3 (32 KB pieces); the two-stage
+     * pull 1372.1 and the copy engines 1266.4 at 256 MB against by writes' 813.2 (owners; schedule:
+     * coll.c). With 16 KB pieces (run 71, forced/grid8_run71.txt) owners took 33.20 / 71.78 at 4 /
+     * 16 MB: LL up to 8 MB, between the two measured sizes. */
     {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 5, 8, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
 };
 
