@@ -226,14 +226,16 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
 extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
-  // About four pieces per block, 16-byte multiples from 8 KB to 64 KB (through owners: 32 KB on 3-4
-  // GPUs, 16 KB on 5-8): short pipelines for small data (each piece pays a signal), big pieces for
-  // large data. 4 x H200, owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and 215.4 with
-  // 64 KB (two forced runs, run 29). 8 x H200, owners: 71.78 / 224.1 us at 16 / 64 MB with 16 KB
-  // pieces (run 71) against 88.61 / 231.3 with 32 KB (run 69). The ring keeps 64 KB.
+  // About four pieces per block, 16-byte multiples from 8 KB to 64 KB (through owners: 32 KB on 3+
+  // GPUs, 16 KB on 5-8 up to 64 MB): short pipelines for small data (each piece pays a signal), big
+  // pieces for large data. 4 x H200, owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and
+  // 215.4 with 64 KB (two forced runs, run 29). 8 x H200, owners, run 72
+  // (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB pieces: 47.74 / 71.82 / 122.7 /
+  // 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 / 231.5; 429.8 / 842.6 at 128 /
+  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
   const int n = a->peers.nranks;
-  const size_t most = a->ring || n < 3 ? 65536 : n > 4 ? 16384 : 32768;
+  const size_t most = a->ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768;
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
   piece = piece < 8192 ? 8192 : piece > most ? most : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;

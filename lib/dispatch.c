@@ -115,8 +115,9 @@ static const row_t rows[] = {
      * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
      * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3 (32 KB pieces); the two-stage
      * pull 1372.1 and the copy engines 1266.4 at 256 MB against by writes' 813.2 (owners; schedule:
-     * coll.c). With 16 KB pieces (run 71, forced/grid8_run71.txt) owners took 33.20 / 71.78 at 4 /
-     * 16 MB: LL up to 8 MB, between the two measured sizes. */
+     * coll.c). With 16 KB pieces (runs 71-72, forced/grid8_run71.txt, forced/bcast8_run72.txt)
+     * owners took 33.20 / 47.74 / 71.78 at 4 / 8 / 16 MB: LL up to 8 MB (LL at 8 MB not measured;
+     * between its 22.46 and 80.04 at 4 and 16 MB). */
     {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
