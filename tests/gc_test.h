@@ -85,6 +85,7 @@ int gc_test_peer_gpus(const char *what, int min_ranks);
 /* The suite table: each test file defines one function that adds its suite(s) to CUnit. */
 void gc_test_suite_errors(void);
 void gc_test_suite_params(void);
+void gc_test_suite_dispatch(void);
 void gc_test_suite_types(void);
 void gc_test_suite_comm(void);
 void gc_test_suite_validation(void);

@@ -21,6 +21,7 @@ static const struct {
     {"types", gc_test_suite_types, 0},
     {"errors", gc_test_suite_errors, 0},
     {"params", gc_test_suite_params, 0},
+    {"dispatch", gc_test_suite_dispatch, 0},
     {"comm", gc_test_suite_comm, 1},
     {"validation", gc_test_suite_validation, 1},
     {"allreduce", gc_test_suite_allreduce, 1},

@@ -1,0 +1,114 @@
+/* test_dispatch.c — the built-in dispatch table for every GPU count from 1 to 8 and sizes from one
+ * byte to 1 TB: each call gets a kernel its collective has, LL only when the call fits LL, a grid
+ * within the kernels' limits; no peer access means MPI. No communicator: a node of n GPUs is a
+ * zeroed gc_comm with the fields dispatch reads. */
+#include <string.h>
+
+#include "gc_internal.h"
+#include "gc_test.h"
+#include "kernels.h"
+
+static const gc__coll_t colls[] = {GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST};
+
+static void node_of(struct gc_comm *c, int n, int p2p) {
+  memset(c, 0, sizeof *c);
+  c->local_size = n;
+  c->p2p_ready = p2p;
+  c->forced_algo = GC_ALGO_AUTO;
+  c->sm_count = 132;
+  c->ll_threads = 128;
+}
+
+/* Whether the collective has a kernel of this algorithm that the table may pick. */
+static int coll_has(gc__coll_t coll, gc_algo_t algo) {
+  switch (algo) {
+    case GC_ALGO_ONESHOT:
+    case GC_ALGO_ONESHOT_LL: return 1;
+    case GC_ALGO_TWOSHOT: return coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
+    case GC_ALGO_TWOSHOT_PUSH: return coll != GC_COLL_ALLGATHER;
+    case GC_ALGO_COPYENGINE: return coll != GC_COLL_REDUCESCATTER; /* measured slower there: never picked */
+    default: return 0;
+  }
+}
+
+static void test_every_node_size(void) {
+  struct gc_comm c;
+  gc_options_t o = GC_OPTIONS_INIT;
+  int bad = 0;
+  for (int n = 1; n <= GC_MAX_LOCAL_RANKS; n++) {
+    node_of(&c, n, 1);
+    for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++)
+      for (int e = 0; e <= 40; e++)
+        for (int plus = 0; plus < 2; plus++)
+          for (int fits = 0; fits < 2; fits++) {
+            const size_t bytes = ((size_t)1 << e) + (size_t)plus;
+            gc__plan_t p;
+            memset(&p, 0, sizeof p);
+            if (gc__dispatch(&c, colls[k], bytes, fits ? bytes : 0, &o, &p) != GC_SUCCESS) {
+              bad++;
+              continue;
+            }
+            const int ll = p.algo == GC_ALGO_ONESHOT_LL;
+            const int most = ll ? c.sm_count * (512 / c.ll_threads) : GC_KMAX_BLOCKS;
+            int ok = coll_has(colls[k], p.algo) && (fits || !ll) && (n > 1 || p.algo == GC_ALGO_ONESHOT) &&
+                     p.blocks >= 1 && p.blocks <= most && p.threads >= 32 && p.threads <= GC_KTHREADS &&
+                     p.threads % 32 == 0;
+            if (!ok && bad++ < 8)
+              fprintf(stderr, "dispatch: %s of %zu bytes on %d GPUs (LL %s) -> %s, %d blocks of %d threads\n",
+                      gc__coll_name(colls[k]), bytes, n, fits ? "fits" : "cannot", gc_algo_name(p.algo), p.blocks,
+                      p.threads);
+          }
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The table's rows for 5-8 GPUs are the 8-GPU measurements: spot checks of its choices there. */
+static void test_eight_gpu_rows(void) {
+  struct gc_comm c;
+  gc_options_t o = GC_OPTIONS_INIT;
+  static const struct { gc__coll_t coll; size_t bytes; gc_algo_t algo; } want[] = {
+      {GC_COLL_ALLREDUCE, 1024, GC_ALGO_ONESHOT},
+      {GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT_LL},
+      {GC_COLL_ALLREDUCE, 1 << 20, GC_ALGO_TWOSHOT_PUSH},
+      {GC_COLL_ALLREDUCE, (size_t)1 << 30, GC_ALGO_COPYENGINE},
+      {GC_COLL_REDUCESCATTER, 4 << 20, GC_ALGO_ONESHOT_LL},
+      {GC_COLL_ALLGATHER, 4 << 20, GC_ALGO_ONESHOT_LL},
+      {GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_COPYENGINE},
+      {GC_COLL_BROADCAST, 64 << 10, GC_ALGO_ONESHOT},
+      {GC_COLL_BROADCAST, 16 << 20, GC_ALGO_TWOSHOT_PUSH},
+  };
+  for (int n = 5; n <= 8; n++) {
+    node_of(&c, n, 1);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+      gc__plan_t p;
+      CU_ASSERT_EQUAL(gc__dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+      CU_ASSERT_EQUAL(p.algo, want[i].algo);
+    }
+  }
+  /* An LL row whose call cannot go by LL takes the row's fallback. */
+  node_of(&c, 8, 1);
+  gc__plan_t p;
+  CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLREDUCE, 256 << 10, 0, &o, &p), GC_SUCCESS);
+  CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
+}
+
+static void test_no_peer_access_is_mpi(void) {
+  struct gc_comm c;
+  gc_options_t o = GC_OPTIONS_INIT;
+  for (int n = 1; n <= GC_MAX_LOCAL_RANKS; n++) {
+    node_of(&c, n, 0);
+    for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+      gc__plan_t p;
+      CU_ASSERT_EQUAL(gc__dispatch(&c, colls[k], 1 << 20, 1 << 20, &o, &p), GC_SUCCESS);
+      CU_ASSERT_EQUAL(p.algo, GC_ALGO_MPI);
+    }
+  }
+}
+
+void gc_test_suite_dispatch(void) {
+  static const gc_test_case_t tests[] = {{"every GPU count 1-8 and size", test_every_node_size},
+                                         {"8-GPU rows", test_eight_gpu_rows},
+                                         {"no peer access: MPI", test_no_peer_access_is_mpi},
+                                         {NULL, NULL}};
+  gc_test_add_suite("dispatch", tests);
+}
