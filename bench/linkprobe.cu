@@ -94,15 +94,11 @@ __global__ void __launch_bounds__(kThreads) bulk_move(Peers P, size_t units, int
   if (threadIdx.x != 0) return;
   for (int s = 0; s < stages; s++) gc::bulk::init(&full[s]);
   const size_t chunk_units = kChunk / 16, per_peer = units / chunk_units, total = per_peer * P.count;
-  auto src_of = [&](size_t i) {
+  auto chunk = [&](size_t i, bool remote) {  // chunk i on our side or the peer's
     const int p = (int)(i % P.count);
-    return (const char *)(WRITE ? P.local[p] : P.remote[p]) + (i / P.count) * kChunk;
+    return (char *)(remote ? P.remote[p] : P.local[p]) + (i / P.count) * kChunk;
   };
-  auto dst_of = [&](size_t i) {
-    const int p = (int)(i % P.count);
-    return (char *)(WRITE ? P.remote[p] : P.local[p]) + (i / P.count) * kChunk;
-  };
-  auto load = [&](size_t i, int s) { gc::bulk::load(buf + (size_t)s * kChunk, src_of(i), kChunk, &full[s]); };
+  auto load = [&](size_t i, int s) { gc::bulk::load(buf + (size_t)s * kChunk, chunk(i, !WRITE), kChunk, &full[s]); };
   uint32_t phase = 0;  // bit s: the parity stage s waits for next
   size_t first = blockIdx.x, step = gridDim.x, issued = first;
   for (int s = 0; s < stages - 1 && issued < total; s++, issued += step) load(issued, s);
@@ -116,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) bulk_move(Peers P, size_t units, int
     for (long spin = 0; !gc::bulk::done(&full[s], (phase >> s) & 1u); spin++)
       if (spin > (1L << 30)) __trap();  // a bulk copy that never completes: fail, do not hang
     phase ^= 1u << s;
-    gc::bulk::store(dst_of(i), buf + (size_t)s * kChunk, kChunk);
+    gc::bulk::store(chunk(i, WRITE), buf + (size_t)s * kChunk, kChunk);
     gc::bulk::commit();
   }
   gc::bulk::wait<0>();
