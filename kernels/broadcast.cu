@@ -102,16 +102,15 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
 }
 
 
-// Writes `len` bytes from src to nd destinations, thread `lane` of `width` (one stream's threads);
-// all of a thread's loads are in flight before its stores.
+// Writes `len` bytes from src to nd destinations; all of a thread's loads are in flight before its
+// stores.
 template <bool VEC>
-__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd, int lane,
-                                            int width) {
+__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd) {
   size_t done = 0;
   if constexpr (VEC) {
     constexpr int U = 4;
-    const size_t units = len / 16, T = (size_t)width;
-    for (size_t j = lane; j < units; j += U * T) {
+    const size_t units = len / 16, T = blockDim.x;
+    for (size_t j = threadIdx.x; j < units; j += U * T) {
       uint4 x[U];
 #pragma unroll
       for (int u = 0; u < U; u++)
@@ -123,43 +122,43 @@ __device__ __forceinline__ void write_piece(const char *src, size_t len, char *c
     }
     done = units * 16;
   }
-  for (size_t i = done + lane; i < len; i += width)
+  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
     for (int d = 0; d < nd; d++) dst[d][i] = src[i];
 }
 
-// Owner of stream s's k-th piece: the non-root ranks in turn over k and s (owner index o is rank
-// o, or o + 1 from root on) ...
-__device__ __forceinline__ int owner_of(uint32_t k, int s, int root, int owners) {
-  const int o = (int)((k + (uint32_t)s) % owners);
+// Owner of block b's k-th piece: the non-root ranks in turn over k and b (owner index o is rank o,
+// or o + 1 from root on) ...
+__device__ __forceinline__ int owner_of(uint32_t k, int root, int owners) {
+  const int o = (int)((k + blockIdx.x) % owners);
   return o < root ? o : o + 1;
 }
-// ... and the first of stream s's pieces that rank r (not root) owns: then every owners-th.
-__device__ __forceinline__ uint32_t first_owned(int r, int s, int root, int owners) {
+// ... and the first of this block's pieces that rank r (not root) owns: then every owners-th.
+__device__ __forceinline__ uint32_t first_owned(int r, int root, int owners) {
   const int o = r < root ? r : r - 1;
-  return (uint32_t)((o - s % owners + owners) % owners);
+  return (uint32_t)((o - (int)(blockIdx.x % owners) + owners) % owners);
 }
 
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). The data goes in
-// waves of one `piece`-byte piece per stream, stream s's k-th piece the s-th of wave k; a stream
-// is a block or, with G = WarpGroup, one warp (each piece ends in a release whose drain then stalls
-// only its warp). (First waves of smaller pieces, doubling to `piece`, were tried and measured no
-// faster on 2 or 4 GPUs: runs 36, 42 and 55.) Through owners (two hops): the piece's
-// owner is one of the non-root ranks, in turn over k and s so that root's writes spread over all
+// waves of one `piece`-byte piece per block, block b's k-th piece the b-th of wave k. (First
+// waves of smaller pieces, doubling to `piece`, were tried and measured no faster on 2 or 4 GPUs:
+// runs 36, 42 and 55.) Through owners (two hops): the piece's
+// owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
 // of them; root writes the piece into the owner's output (and its own, out of place) and signals
 // the owner; the owner writes it on to every other rank and signals each of them. A rank waits
 // only for root's signals of the pieces it owns while it forwards them, and for the other owners'
-// pieces once, at the end (each owner's last signal in this stream: signals are released in
+// pieces once, at the end (each owner's last signal in this block: signals are released in
 // order, so it covers the owner's earlier pieces); waiting for every piece in turn made each
 // block's owners forward one after another (4 x H200, 32 KB pieces: 64 MB 230.0 us before, run
 // 8, and 210.5 after, run 29; 256 MB 964.7 and 790.8). Along the ring (n - 1 hops, one writer per
 // receiver): each rank waits for the piece from the rank before it and writes it on to the rank
-// after it, up to the rank before root. Signals are stream s's slots with the value epoch + k + 1,
+// after it, up to the rank before root. Signals are block b's slots with the value epoch + k + 1,
 // so they only grow and pieces never mix; there is no closing barrier: a rank's kernel ends only
 // once all its pieces have arrived, and the next call's entry barrier keeps its writes out of
 // outputs still in use.
-template <bool VEC, class G>
-__device__ __forceinline__ void broadcast_push(const gc_kargs_t &a, size_t piece, int s, int streams) {
-  SyncOf<G> sync(a.peers, s);
+template <bool VEC>
+__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank, root = a.root, owners = n - 1;
   const size_t bytes = a.count * dtype_size(a.dtype);
   const char *send = (const char *)a.send;
@@ -168,9 +167,9 @@ __device__ __forceinline__ void broadcast_push(const gc_kargs_t &a, size_t piece
   const uint32_t base = sync.epoch;
   const int next = (me + 1) % n, last = (root + n - 1) % n;
   uint32_t k = 0;
-  for (size_t off = (size_t)s * piece; off < bytes; off += (size_t)streams * piece, k++) {
+  for (size_t off = blockIdx.x * piece; off < bytes; off += gridDim.x * piece, k++) {
     const size_t len = min(piece, bytes - off);
-    const int owner = owner_of(k, s, root, owners);
+    const int owner = owner_of(k, root, owners);
     const uint32_t mark = base + k + 1;
     char *dst[GC_MAX_LOCAL_RANKS];
     int nd = 0;
@@ -179,29 +178,29 @@ __device__ __forceinline__ void broadcast_push(const gc_kargs_t &a, size_t piece
       if (me != last) {
         dst[nd++] = (char *)a.pub[next] + off;
         if (me == root && send != own) dst[nd++] = own + off;
-        write_piece<VEC>((me == root ? send : own) + off, len, dst, nd, G::lane(), G::size());
+        write_piece<VEC>((me == root ? send : own) + off, len, dst, nd);
         sync.signal(next, mark);
       }
     } else if (me == root) {
       dst[nd++] = (char *)a.pub[owner] + off;
       if (send != own) dst[nd++] = own + off;
-      write_piece<VEC>(send + off, len, dst, nd, G::lane(), G::size());
+      write_piece<VEC>(send + off, len, dst, nd);
       sync.signal(owner, mark);
     } else if (me == owner) {
       if (!sync.wait(root, mark)) return;
       for (int r = 0; r < n; r++)
         if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
-      write_piece<VEC>(own + off, len, dst, nd, G::lane(), G::size());
+      write_piece<VEC>(own + off, len, dst, nd);
       sync.signal_each(((1u << n) - 1) & ~(1u << root) & ~(1u << me), mark);
     }
   }
   if (!a.ring && me != root) {
-    // The other owners' last pieces in this stream (pieces 0 .. k - 1): thread r waits for rank r's.
-    const int r = G::lane();
+    // The other owners' last pieces in this block (pieces 0 .. k - 1): thread r waits for rank r's.
+    const int r = (int)threadIdx.x;
     unsigned from = 0;
     uint32_t last_mark = 0;
     if (r < n && r != root && r != me) {
-      const uint32_t first = first_owned(r, s, root, owners);
+      const uint32_t first = first_owned(r, root, owners);
       if (first < k) {
         from = 1u << r;
         last_mark = base + first + (k - 1 - first) / owners * owners + 1;
@@ -211,18 +210,6 @@ __device__ __forceinline__ void broadcast_push(const gc_kargs_t &a, size_t piece
   }
   sync.epoch = base + k;
   sync.done();
-}
-
-// A stream per block, or (WARPS) per warp: warp w of block b is stream b * warps + w.
-template <bool VEC, bool WARPS>
-__global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_t piece) {
-  pdl_begin(a.pdl);
-  if constexpr (WARPS) {
-    const int warps = (int)blockDim.x / 32;
-    broadcast_push<VEC, WarpGroup>(a, piece, (int)blockIdx.x * warps + (int)threadIdx.x / 32, (int)gridDim.x * warps);
-  } else {
-    broadcast_push<VEC, BlockGroup>(a, piece, (int)blockIdx.x, (int)gridDim.x);
-  }
 }
 
 }  // namespace gc
@@ -237,38 +224,23 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
 }
 
 extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
-  // Streams by warps (a->warps per block): at most GC_KMAX_BLOCKS streams, one signal row each.
-  gc_kargs_t w = *a;
-  if (a->warps > 0) {
-    w.threads = 32 * a->warps;
-    const int most = GC_KMAX_BLOCKS / a->warps;
-    if (w.blocks > most) w.blocks = most;
-  }
   cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t cfg = gc::launch_config(&w, s, attr);
-  // About four pieces per stream, 16-byte multiples from 8 KB to 64 KB (through owners: 32 KB on 3+
+  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  // About four pieces per block, 16-byte multiples from 8 KB to 64 KB (through owners: 32 KB on 3+
   // GPUs, 16 KB on 5-8 up to 64 MB): short pipelines for small data (each piece pays a signal), big
   // pieces for large data. 4 x H200, owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and
   // 215.4 with 64 KB (two forced runs, run 29). 8 x H200, owners, run 72
   // (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB pieces: 47.74 / 71.82 / 122.7 /
   // 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 / 231.5; 429.8 / 842.6 at 128 /
-  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB. Warp streams: 1 KB to 8 KB.
-  const size_t bytes = w.count * gc::dtype_size(w.dtype), streams = (size_t)w.blocks * (a->warps > 0 ? a->warps : 1);
-  const int n = w.peers.nranks;
-  size_t most = w.ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768, least = 8192;
-  if (a->warps > 0) {
-    most = 8192;
-    least = 1024;
-  }
-  size_t piece = (bytes / (streams * 4) + 15) & ~(size_t)15;
-  piece = piece < least ? least : piece > most ? most : piece;
-  if (w.piece) piece = (w.piece + 15) & ~(size_t)15;
-  bool vec = w.peers.rank != w.root || gc::aligned16(w.send);
-  for (int p = 0; p < n; p++) vec &= gc::aligned16(w.pub[p]);
-  if (a->warps > 0) {
-    if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true, true>, w, piece);
-    return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false, true>, w, piece);
-  }
-  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true, false>, w, piece);
-  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false, false>, w, piece);
+  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
+  const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
+  const int n = a->peers.nranks;
+  const size_t most = a->ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768;
+  size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
+  piece = piece < 8192 ? 8192 : piece > most ? most : piece;
+  if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
+  bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
+  for (int p = 0; p < n; p++) vec &= gc::aligned16(a->pub[p]);
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }

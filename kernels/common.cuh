@@ -342,36 +342,12 @@ struct Deadline {
   }
 };
 
-// The threads that act as one stream of a kernel: a whole block (the default), or one warp of it
-// (kernels whose pieces each end in a release drain: a warp's drain stalls only that warp).
-struct BlockGroup {
-  __device__ static int lane() { return (int)threadIdx.x; }
-  __device__ static int size() { return (int)blockDim.x; }
-  __device__ static void sync() { __syncthreads(); }
-  __device__ static bool any(bool p) { return __syncthreads_or(p); }
-};
-struct WarpGroup {
-  __device__ static int lane() { return (int)(threadIdx.x & 31); }
-  __device__ static int size() { return 32; }
-  __device__ static void sync() { __syncwarp(); }  // orders memory among the warp's threads too
-  __device__ static bool any(bool p) {
-    const bool r = __any_sync(0xffffffffu, p);
-    __syncwarp();
-    return r;
-  }
-};
-
-// Per-stream state of one kernel: the stream's signal row (by default the block's) and its epoch,
-// read at entry and written back at exit. Every rank runs the same grids, so a row's epoch is the
-// same on every rank.
-template <class G>
-struct SyncOf {
+// Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
+struct Sync {
   const gc_kpeers_t &P;
-  const int row;
   uint32_t epoch;
-  __device__ explicit SyncOf(const gc_kpeers_t &peers, int stream_row = -1)
-      : P(peers), row(stream_row < 0 ? (int)blockIdx.x : stream_row) {
-    epoch = P.sig[P.rank]->epoch[row];
+  __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
+    epoch = P.sig[P.rank]->epoch[blockIdx.x];
   }
   // One thread waits until `word` reaches `value` (acquire: what its writer did before is
   // visible after), bounded by the Deadline.
@@ -381,44 +357,45 @@ struct SyncOf {
       if (d.expired(P)) return false;
     return true;
   }
-  // Every stream of every rank meets here: thread p tells peer p "stream s reached epoch e"
-  // (release: the stream's earlier writes are visible first) and waits for peer p's word.
+  // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
+  // (release: this block's earlier writes are visible first) and waits for peer p's word.
   __device__ bool barrier() {
-    G::sync();
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
     ++epoch;
-    bool failed = false;
-    if (G::lane() < P.nranks) {
-      int p = G::lane();
-      st_release_sys(&P.sig[p]->flag[row][P.rank], epoch);
-      failed = !wait_word(&P.sig[P.rank]->flag[row][p], epoch);
+    if (threadIdx.x < P.nranks) {
+      int p = threadIdx.x;
+      st_release_sys(&P.sig[p]->flag[blockIdx.x][P.rank], epoch);
+      if (!wait_word(&P.sig[P.rank]->flag[blockIdx.x][p], epoch)) failed = 1;
     }
-    return !G::any(failed);
+    __syncthreads();
+    return !failed;
   }
   // Point to point, for kernels that pipeline between barriers: tell every rank in the bit mask
-  // `to` that this stream's writes so far are done (its slot of this row and this rank gets
+  // `to` that this block's writes so far are done (its slot of this block and this rank gets
   // `value`; thread r writes to rank r, as in barrier) ...
   __device__ void signal_each(unsigned to, uint32_t value) {
-    G::sync();
-    if (G::lane() < P.nranks && (to >> G::lane() & 1u))
-      st_release_sys(&P.sig[G::lane()]->flag[row][P.rank], value);
+    __syncthreads();
+    if (threadIdx.x < (unsigned)P.nranks && (to >> threadIdx.x & 1u))
+      st_release_sys(&P.sig[threadIdx.x]->flag[blockIdx.x][P.rank], value);
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
-  // ... and wait, the whole stream, until every rank in the bit mask `from` has signalled `value`
+  // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
   // (or more) here; thread r waits for rank r, with its own `from` and `value` (they may differ
-  // per thread). Signals of row `other` (default: this stream's own row).
-  __device__ bool wait_each(unsigned from, uint32_t value, int other = -1) {
-    const int b = other < 0 ? row : other;
-    const bool failed = G::lane() < P.nranks && (from >> G::lane() & 1u) &&
-                        !wait_word(&P.sig[P.rank]->flag[b][G::lane()], value);
-    return !G::any(failed);
+  // per thread). Signals of block `row` (default: this block's counterparts).
+  __device__ bool wait_each(unsigned from, uint32_t value, int row = -1) {
+    const int b = row < 0 ? (int)blockIdx.x : row;
+    const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&
+                        !wait_word(&P.sig[P.rank]->flag[b][threadIdx.x], value);
+    return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
-  // Written back only by a stream that finished: a failed communicator is never reused.
+  // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {
-    if (G::lane() == 0) P.sig[P.rank]->epoch[row] = epoch;
+    if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
   }
 };
-using Sync = SyncOf<BlockGroup>;
 
 // Programmatic dependent launch: let the next kernel start its prologue now, and wait for the
 // previous one's memory before touching anything (the epoch included).

@@ -90,7 +90,6 @@ typedef struct gc_kargs {
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
-  int warps;         /* broadcast by writes: 0 = a stream per block, else per warp, this many per block */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */

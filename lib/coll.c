@@ -424,7 +424,6 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
       a.ring = push_schedule_ring(comm, count * es);
-      a.warps = comm->push_warps;
       return gc__launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
   }

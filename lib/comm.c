@@ -140,10 +140,6 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->ll_threads = (int)(ll_threads / 32 * 32);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
-  int64_t push_warps = gc__param_int(GC_PARAM_PUSH_WARPS);
-  if (push_warps < 0 || push_warps > 16)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PUSH_WARPS=%lld: use 0 to 16", (long long)push_warps);
-  comm->push_warps = (int)push_warps;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),
