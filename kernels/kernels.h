@@ -106,8 +106,7 @@ int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t strea
 int gc_kernel_reduce_ll(const gc_kargs_t *a, int scatter, cudaStream_t stream);
 int gc_kernel_allgather_ll(const gc_kargs_t *a, cudaStream_t stream);
 /* LL broadcast of root's a->send (a->count elements, float32/16, bf16, fp8) into every a->recv;
- * relay = 1-4 (3+ ranks): that many of every four runs of packs root writes to one owner, which
- * writes them on; the others root writes to every rank. */
+ * relay = 1 (3+ ranks): root writes each run of packs to one owner, which writes it on. */
 int gc_kernel_broadcast_ll(const gc_kargs_t *a, int relay, cudaStream_t stream);
 int gc_kernel_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);

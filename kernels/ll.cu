@@ -217,8 +217,7 @@ __global__ void GC_LAUNCH_BOUNDS allgather_ll_kernel(const gc_kargs_t a) {
 // this call (after its previous kernel: what that one read is reset). Direct: root writes each
 // pack into every other rank's area. Relay: root writes each run of 32 packs (a warp's 512 bytes)
 // into one owner's area, owners taking runs in turn; the owner writes it on to the others, so
-// root sends the data once and the others share forwarding it. `relay` (0-4) of every four runs
-// are relayed, the others direct.
+// root sends the data once and the others share forwarding it.
 __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int relay) {
   pdl_begin(a.pdl);
   const int n = a.peers.nranks, me = a.peers.rank, root = a.root, es = (int)dtype_size(a.dtype);
@@ -227,14 +226,13 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
     st_release_sys(&a.peers.sig[threadIdx.x]->ll_started[me], c.call + 1);
   const size_t bytes = a.count * es, packs = (bytes + 15) / 16, G = grid_threads();
   auto owner = [&](size_t k) { return (root + 1 + (int)((k >> 5) % (size_t)(n - 1))) % n; };
-  auto relayed = [&](size_t k) { return (int)((k >> 5) & 3) < relay; };  // `relay` runs in every four
   bool failed = false;
   if (me == root) {
     for (size_t k = global_thread(); k < packs; k += G) {
       const uint4 w = load_unit((const char *)a.send, bytes, k);
       if (a.send != a.recv) store_unit((char *)a.recv, bytes, k, w);
       const uint4 x = ll_canonical(w, es);
-      if (relayed(k)) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
+      if (relay) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
       else
         for (int i = 1; i < n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + k * 16) = x;
     }
@@ -247,7 +245,7 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
         failed = true;
         break;
       }
-      if (relayed(k) && owner(k) == me)
+      if (relay && owner(k) == me)
         for (int i = 1; i < n; i++) {
           const int q = (me + i) % n;
           if (q != root) *(uint4 *)(a.peers.ll[q] + c.gen + k * 16) = v[0];

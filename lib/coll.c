@@ -391,7 +391,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
      * GC_LL_RELAY_BYTES root's data goes through owners. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
     a.root = root;
-    int relay = n > 2 && count * es >= comm->ll_relay_bytes ? comm->ll_relay_part : 0;
+    int relay = n > 2 && count * es >= comm->ll_relay_bytes;
     size_t chunk = GC_LL_GEN_BYTES / es;
     for (size_t c0 = 0; c0 < count; c0 += chunk) {
       a.send = me == root ? (const char *)send + c0 * es : NULL;

@@ -135,10 +135,6 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PDL=%s: use auto, 0 or 1", pdl);
   comm->pdl = strcmp(pdl, "auto") == 0 ? -1 : pdl[0] == '1';
   comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
-  int64_t relay_part = gc__param_int(GC_PARAM_LL_RELAY_PART);
-  if (relay_part < 0 || relay_part > 4)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_LL_RELAY_PART=%lld: use 0 to 4", (long long)relay_part);
-  comm->ll_relay_part = (int)relay_part;
   int64_t ll_threads = gc__param_int(GC_PARAM_LL_THREADS);
   ll_threads = ll_threads < 32 ? 32 : ll_threads > 512 ? 512 : ll_threads;
   comm->ll_threads = (int)(ll_threads / 32 * 32);

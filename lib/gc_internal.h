@@ -29,7 +29,6 @@
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
-  XX(LL_RELAY_PART, "GC_LL_RELAY_PART", "4", "LL broadcast through owners: quarters of the data relayed (0-4)") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
@@ -168,7 +167,6 @@ struct gc_comm {
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
-  int ll_relay_part;      /* from GC_LL_RELAY_PART: 0-4 */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
