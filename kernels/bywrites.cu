@@ -33,9 +33,9 @@ __device__ __forceinline__ unsigned char *inbox(const gc_kargs_t &a, int q, int 
 // Units [at/16, at/16 + units) of a part of len bytes into a peer's inbox: four local loads in
 // flight per thread before their stores cross NVLink.
 __device__ __forceinline__ void send_piece(unsigned char *box, const char *part, size_t len, size_t at,
-                                           size_t units) {
-  const size_t first = at / 16, step = blockDim.x;
-  for (size_t u = threadIdx.x; u < units; u += 4 * step) {
+                                           size_t units, int thread, int threads) {
+  const size_t first = at / 16, step = (size_t)threads;
+  for (size_t u = thread; u < units; u += 4 * step) {
     uint4 w[4];
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -90,17 +90,28 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t 
 
   if (sender) {
     const char *send = (const char *)a.send;
-    for (uint32_t t = 0; t < T_; t++) {
+    // Piece t of the stream, for every peer q in turn from the next rank.
+    auto send_all = [&](uint32_t t, int thread, int threads) {
       const size_t at = (stream + (size_t)t * S) * P;
-      const int slot = (int)(t % GC_BYWRITES_SLOTS);
-      if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;
       for (int i = 1; i < n; i++) {
         const int q = (me + i) % n;
         const size_t len = a.region[q].width * es;
         if (at < len)
-          send_piece(inbox(a, q, slot, stream, me), send + a.region[q].in_offset * es, len, at,
-                     (min(P, len - at) + 15) / 16);
+          send_piece(inbox(a, q, (int)(t % GC_BYWRITES_SLOTS), stream, me), send + a.region[q].in_offset * es, len,
+                     at, (min(P, len - at) + 15) / 16, thread, threads);
       }
+    };
+    if (a.control) {
+      // A control warp waits for the slots and signals the pieces (control_pipeline).
+      auto slot_free = [&](uint32_t t) {
+        return t < GC_BYWRITES_SLOTS || sync.warp_wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers);
+      };
+      auto signal = [&](uint32_t t) { sync.warp_signal_each(all, base + 1 + t); };
+      if (!control_pipeline(T_, slot_free, send_all, signal)) return;
+    }
+    for (uint32_t t = 0; !a.control && t < T_; t++) {
+      if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;
+      send_all(t, threadIdx.x, blockDim.x);
       sync.signal_each(all, base + 1 + t);
     }
     if (T_ && !sync.wait_each(all, base + T_, reducers)) return;
@@ -127,6 +138,7 @@ extern "C" int gc_kernel_reducescatter_bywrites(const gc_kargs_t *a, cudaStream_
     using R = decltype(t);
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+    if (a->control && a->threads < 64) return cudaErrorInvalidConfiguration;  // a control warp and workers
     return cudaLaunchKernelEx(&cfg, gc::reducescatter_bywrites_kernel<typename R::T, typename R::A, R::OPK>, *a);
   });
 }

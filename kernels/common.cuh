@@ -391,11 +391,70 @@ struct Sync {
     return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
+  // The same two for one warp alone (the control warp of control_pipeline): lane r waits for or
+  // signals rank r; the wait's result is the same in every lane.
+  __device__ bool warp_wait_each(unsigned from, uint32_t value, int row = -1) const {
+    const int b = row < 0 ? (int)blockIdx.x : row, lane = (int)(threadIdx.x & 31);
+    const bool failed = lane < P.nranks && (from >> lane & 1u) && !wait_word(&P.sig[P.rank]->flag[b][lane], value);
+    return !__any_sync(~0u, failed);
+  }
+  __device__ void warp_signal_each(unsigned to, uint32_t value) const {
+    const int lane = (int)(threadIdx.x & 31);
+    if (lane < P.nranks && (to >> lane & 1u)) st_release_sys(&P.sig[lane]->flag[blockIdx.x][P.rank], value);
+  }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {
     if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
   }
 };
+
+// ---- a block's pipeline with a control warp ----------------------------------------------------
+// Named barriers 1 and 2 of all blockDim.x threads (0 is __syncthreads'): bar.arrive marks the
+// warp's arrival without waiting, bar.sync waits for everyone's. Like __syncthreads they order
+// memory: what a thread did before its arrival is visible to the threads past the sync.
+__device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(blockDim.x) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(blockDim.x) : "memory");
+}
+
+// Steps 0 .. T - 1 of one block, each: wait until its inputs are ready (ready(t), by the block's
+// last warp, the control warp), do it (work(t, thread, threads), by the other warps), signal it
+// (signal(t), by the control warp). The control warp waits for step t + 1 while the others still
+// do step t, and signals step t while they already do step t + 1, so a signal's release (which
+// waits until the step's stores have landed) is off the working warps' path. Barrier 1 hands a
+// ready step to the workers, barrier 2 hands a done one back. ready and signal run in the whole
+// control warp (ready's result the same in every lane). False once a wait failed (timeout or
+// error flag): the workers stop before the step that was not ready. blockDim.x >= 64.
+template <typename Ready, typename Work, typename Signal>
+__device__ bool control_pipeline(uint32_t T, Ready ready, Work work, Signal signal) {
+  __shared__ int failed;
+  const int workers = (int)blockDim.x - 32;
+  if (threadIdx.x == 0) failed = 0;
+  __syncthreads();
+  if ((int)threadIdx.x >= workers) {
+    bool ok = T == 0 || ready(0);
+    if (!ok && (int)threadIdx.x == workers) failed = 1;
+    if (T) bar_arrive(1);
+    for (uint32_t t = 0; ok && t < T; t++) {
+      if (t + 1 < T) {
+        ok = ready(t + 1);
+        if (!ok && (int)threadIdx.x == workers) failed = 1;
+      }
+      bar_sync(2);  // step t issued
+      if (t + 1 < T) bar_arrive(1);  // step t + 1 ready (or failed)
+      signal(t);
+    }
+  } else {
+    for (uint32_t t = 0; t < T; t++) {
+      bar_sync(1);
+      if (*(volatile int *)&failed) break;
+      work(t, (int)threadIdx.x, workers);
+      bar_arrive(2);
+    }
+  }
+  __syncthreads();
+  return !*(volatile int *)&failed;
+}
 
 // Programmatic dependent launch: let the next kernel start its prologue now, and wait for the
 // previous one's memory before touching anything (the epoch included).

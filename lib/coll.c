@@ -146,6 +146,7 @@ static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t 
   a->blocks = 2 * (int)(pieces < streams ? pieces : streams);
   a->piece = piece;
   a->slot_bytes = slot;
+  a->control = comm->push_control;
   for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);
   return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
 }
@@ -424,6 +425,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
       a.ring = push_schedule_ring(comm, count * es);
+      a.control = comm->push_control;
       return gc__launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
   }
