@@ -177,10 +177,15 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
     k = first < bytes ? (uint32_t)((bytes - first - 1) / stride + 1) : 0;
     const uint32_t k0 = a.ring || me == root ? 0 : first_owned(me, root, owners), dk = a.ring || me == root ? 1 : owners;
     const uint32_t steps = (a.ring && me == last) || k0 >= k ? 0 : (k - 1 - k0) / dk + 1;
-    const int from = me == root ? -1 : a.ring ? (me + n - 1) % n : root;
+    const int from = me == root ? -1 : a.ring ? (me + n - 1) % n : root, lane = (int)(threadIdx.x & 31);
     const unsigned others = ((1u << n) - 1) & ~(1u << root) & ~(1u << me);
     const char *src = me == root ? send : own;
-    auto ready = [&](uint32_t t) { return from < 0 || sync.warp_wait_each(1u << from, base + k0 + t * dk + 1); };
+    // Steps whose piece has come: piece k has come once `from` signalled past base + k.
+    auto avail = [&]() -> uint32_t {
+      if (from < 0 || lane != from) return ~0u;
+      const uint32_t got = sync.past(from, base);
+      return got > k0 ? (got - 1 - k0) / dk + 1 : 0;
+    };
     auto work = [&](uint32_t t, int thread, int threads) {
       const uint32_t kk = k0 + t * dk;
       const size_t off = first + kk * stride, len = min(piece, bytes - off);
@@ -194,11 +199,20 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
       if (me == root && send != own) dst[nd++] = own + off;
       write_piece<VEC>(src + off, len, dst, nd, thread, threads);
     };
-    auto signal = [&](uint32_t t) {
-      const uint32_t kk = k0 + t * dk;
-      sync.warp_signal_each(a.ring ? 1u << next : me == root ? 1u << owner_of(kk, root, owners) : others, base + kk + 1);
+    // Signals are cumulative: the last piece's covers the earlier ones to the same rank. Root
+    // through owners: lane r signals owner r its last piece among these.
+    auto signal = [&](uint32_t lo, uint32_t hi) {
+      const uint32_t last_k = k0 + (hi - 1) * dk;
+      if (a.ring || me != root) {
+        sync.warp_signal_each(a.ring ? 1u << next : others, base + last_k + 1);
+        return;
+      }
+      if (lane >= n || lane == root) return;
+      const uint32_t o = (uint32_t)(lane < root ? lane : lane - 1);  // owner_of(k) == lane iff (k + b) % owners == o
+      const uint32_t back = (last_k + blockIdx.x + owners - o) % owners;
+      if (back <= last_k - lo) sync.warp_signal_each(1u << lane, base + last_k - back + 1);
     };
-    if (!control_pipeline(steps, ready, work, signal)) return;
+    if (!control_pipeline(a.peers, steps, avail, work, signal)) return;
     // The rank before root on the ring: the last piece's signal covers the earlier ones.
     if (a.ring && me == last && k && !sync.wait(from, base + k)) return;
   }

@@ -103,11 +103,13 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t 
     };
     if (a.control) {
       // A control warp waits for the slots and signals the pieces (control_pipeline).
-      auto slot_free = [&](uint32_t t) {
-        return t < GC_BYWRITES_SLOTS || sync.warp_wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers);
+      // Step t's slot is free once every peer's reducer has signalled piece t - NB.
+      auto slots_free = [&]() -> uint32_t {
+        const int lane = (int)(threadIdx.x & 31);
+        return lane < n && (others >> lane & 1u) ? sync.past(lane, base, reducers) + GC_BYWRITES_SLOTS : ~0u;
       };
-      auto signal = [&](uint32_t t) { sync.warp_signal_each(all, base + 1 + t); };
-      if (!control_pipeline(T_, slot_free, send_all, signal)) return;
+      auto signal = [&](uint32_t, uint32_t hi) { sync.warp_signal_each(all, base + hi); };
+      if (!control_pipeline(a.peers, T_, slots_free, send_all, signal)) return;
     }
     for (uint32_t t = 0; !a.control && t < T_; t++) {
       if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;

@@ -391,13 +391,14 @@ struct Sync {
     return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
-  // The same two for one warp alone (the control warp of control_pipeline): lane r waits for or
-  // signals rank r; the wait's result is the same in every lane.
-  __device__ bool warp_wait_each(unsigned from, uint32_t value, int row = -1) const {
-    const int b = row < 0 ? (int)blockIdx.x : row, lane = (int)(threadIdx.x & 31);
-    const bool failed = lane < P.nranks && (from >> lane & 1u) && !wait_word(&P.sig[P.rank]->flag[b][lane], value);
-    return !__any_sync(~0u, failed);
+  // For the control warp of control_pipeline: how far rank `from`'s signal in row `row` (default:
+  // this block's) has gone past `base`, 0 if not yet (acquire, no wait) ...
+  __device__ uint32_t past(int from, uint32_t base, int row = -1) const {
+    const int b = row < 0 ? (int)blockIdx.x : row;
+    const int32_t d = (int32_t)(ld_acquire_sys(&P.sig[P.rank]->flag[b][from]) - base);
+    return d > 0 ? (uint32_t)d : 0;
   }
+  // ... and lane r signals rank r, for the ranks in the bit mask `to`, each lane its own value.
   __device__ void warp_signal_each(unsigned to, uint32_t value) const {
     const int lane = (int)(threadIdx.x & 31);
     if (lane < P.nranks && (to >> lane & 1u)) st_release_sys(&P.sig[lane]->flag[blockIdx.x][P.rank], value);
@@ -409,51 +410,71 @@ struct Sync {
 };
 
 // ---- a block's pipeline with a control warp ----------------------------------------------------
-// Named barriers 1 and 2 of all blockDim.x threads (0 is __syncthreads'): bar.arrive marks the
-// warp's arrival without waiting, bar.sync waits for everyone's. Like __syncthreads they order
-// memory: what a thread did before its arrival is visible to the threads past the sync.
-__device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(blockDim.x) : "memory"); }
-__device__ __forceinline__ void bar_arrive(int id) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(blockDim.x) : "memory");
+__device__ __forceinline__ uint32_t ld_acquire_cta(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.cta.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_cta(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.cta.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Steps 0 .. T - 1 of one block, each: wait until its inputs are ready (ready(t), by the block's
-// last warp, the control warp), do it (work(t, thread, threads), by the other warps), signal it
-// (signal(t), by the control warp). The control warp waits for step t + 1 while the others still
-// do step t, and signals step t while they already do step t + 1, so a signal's release (which
-// waits until the step's stores have landed) is off the working warps' path. Barrier 1 hands a
-// ready step to the workers, barrier 2 hands a done one back. ready and signal run in the whole
-// control warp (ready's result the same in every lane). False once a wait failed (timeout or
-// error flag): the workers stop before the step that was not ready. blockDim.x >= 64.
-template <typename Ready, typename Work, typename Signal>
-__device__ bool control_pipeline(uint32_t T, Ready ready, Work work, Signal signal) {
-  __shared__ int failed;
-  const int workers = (int)blockDim.x - 32;
-  if (threadIdx.x == 0) failed = 0;
+// Steps 0 .. T - 1 of one block, each: its inputs must be ready, the working warps (all but the
+// block's last) do it, and then it is signalled. The last warp, the control warp, polls and
+// signals; the working warps never wait for a signal's release (which waits until the step's
+// stores have landed), only for inputs. In the control warp's loop:
+//   avail()        per lane, how many steps have their inputs ready now (a bound that only grows;
+//                  ~0u in lanes that check nothing): the least over the warp is published;
+//   signal(lo, hi) steps lo .. hi - 1, which every working warp has issued, are signalled.
+// A working warp takes published steps in order: work(t, thread, threads), then publishes that it
+// has issued step t. The shared counters go with release and acquire at block scope, so a
+// working warp's reads of a step's inputs come after the control warp's acquire of them, and a
+// signal's release covers the stores of the steps it signals. False once the control warp's wait
+// ran out (timeout or error flag): the working warps stop before the next step. blockDim.x >= 64.
+template <typename Avail, typename Work, typename Signal>
+__device__ bool control_pipeline(const gc_kpeers_t &P, uint32_t T, Avail avail, Work work, Signal signal) {
+  __shared__ uint32_t ready_steps, failed, issued[GC_KTHREADS / 32];
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31, workers = (int)blockDim.x / 32 - 1;
+  if (threadIdx.x == 0) ready_steps = failed = 0;
+  if (lane == 0) issued[warp] = 0;
   __syncthreads();
-  if ((int)threadIdx.x >= workers) {
-    bool ok = T == 0 || ready(0);
-    if (!ok && (int)threadIdx.x == workers) failed = 1;
-    if (T) bar_arrive(1);
-    for (uint32_t t = 0; ok && t < T; t++) {
-      if (t + 1 < T) {
-        ok = ready(t + 1);
-        if (!ok && (int)threadIdx.x == workers) failed = 1;
+  if (warp == workers) {
+    uint32_t ready = 0, signalled = 0;
+    Deadline d;
+    while (signalled < T) {
+      const uint32_t now = min(__reduce_min_sync(~0u, (uint32_t)avail()), T);
+      const uint32_t done = __reduce_min_sync(~0u, lane < workers ? ld_acquire_cta(&issued[lane]) : ~0u);
+      if (now > ready || done > signalled) d = Deadline();  // the wait is bounded from the last progress
+      if (now > ready) {
+        ready = now;
+        if (lane == 0) st_release_cta(&ready_steps, ready);
       }
-      bar_sync(2);  // step t issued
-      if (t + 1 < T) bar_arrive(1);  // step t + 1 ready (or failed)
-      signal(t);
+      if (done > signalled) {
+        signal(signalled, done);
+        signalled = done;
+      } else if (__any_sync(~0u, d.expired(P))) {
+        if (lane == 0) st_release_cta(&failed, 1);
+        break;
+      }
     }
   } else {
     for (uint32_t t = 0; t < T; t++) {
-      bar_sync(1);
-      if (*(volatile int *)&failed) break;
-      work(t, (int)threadIdx.x, workers);
-      bar_arrive(2);
+      uint32_t go = 1;
+      if (lane == 0)
+        while (ld_acquire_cta(&ready_steps) <= t)
+          if (ld_acquire_cta(&failed)) {
+            go = 0;
+            break;
+          }
+      __syncwarp();
+      if (!__shfl_sync(~0u, go, 0)) break;
+      work(t, (int)threadIdx.x, workers * 32);
+      __syncwarp();
+      if (lane == 0) st_release_cta(&issued[warp], t + 1);
     }
   }
   __syncthreads();
-  return !*(volatile int *)&failed;
+  return !failed;
 }
 
 // Programmatic dependent launch: let the next kernel start its prologue now, and wait for the
