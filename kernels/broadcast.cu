@@ -212,7 +212,10 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
       const uint32_t back = (last_k + blockIdx.x + owners - o) % owners;
       if (back <= last_k - lo) sync.warp_signal_each(1u << lane, base + last_k - back + 1);
     };
-    if (!control_pipeline(a.peers, steps, avail, work, signal)) return;
+    // At most two pieces ahead of the signals: letting the writers run further made every
+    // signal wait for more stores (4 x H200, run 77: ring 256 MB 839.4 us against 795.9 two
+    // ahead, owners 64 MB 228.0 against 210.4, forced/bywrites_control_run77.txt).
+    if (!control_pipeline(a.peers, steps, 2, avail, work, signal)) return;
     // The rank before root on the ring: the last piece's signal covers the earlier ones.
     if (a.ring && me == last && k && !sync.wait(from, base + k)) return;
   }
@@ -281,10 +284,14 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   // 215.4 with 64 KB (two forced runs, run 29). 8 x H200, owners, run 72
   // (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB pieces: 47.74 / 71.82 / 122.7 /
   // 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 / 231.5; 429.8 / 842.6 at 128 /
-  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
+  // 256 MB against 426.7 / 817.4. Through owners with a control warp (on 3-4 GPUs, coll.c) 16 KB:
+  // 4 x H200, run 76 (forced/bywrites_control_run76.txt), 64 MB 207.7 us against 210.4 with 32 KB
+  // and 212.1 without the control warp. The ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
   const int n = a->peers.nranks;
-  const size_t most = a->ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768;
+  const size_t most = a->ring || n < 3                                  ? 65536
+                      : a->control || (n > 4 && bytes <= ((size_t)64 << 20)) ? 16384
+                                                                             : 32768;
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
   piece = piece < 8192 ? 8192 : piece > most ? most : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;

@@ -109,7 +109,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t 
         return lane < n && (others >> lane & 1u) ? sync.past(lane, base, reducers) + GC_BYWRITES_SLOTS : ~0u;
       };
       auto signal = [&](uint32_t, uint32_t hi) { sync.warp_signal_each(all, base + hi); };
-      if (!control_pipeline(a.peers, T_, slots_free, send_all, signal)) return;
+      if (!control_pipeline(a.peers, T_, ~0u, slots_free, send_all, signal)) return;
     }
     for (uint32_t t = 0; !a.control && t < T_; t++) {
       if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;

@@ -140,10 +140,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->ll_threads = (int)(ll_threads / 32 * 32);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
-  int64_t push_control = gc__param_int(GC_PARAM_PUSH_CONTROL);
-  if (push_control != 0 && push_control != 1)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PUSH_CONTROL=%lld: use 0 or 1", (long long)push_control);
-  comm->push_control = (int)push_control;
+  const char *control = gc__param_str(GC_PARAM_PUSH_CONTROL);
+  if (strcmp(control, "auto") != 0 && strcmp(control, "0") != 0 && strcmp(control, "1") != 0)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PUSH_CONTROL=%s: use auto, 0 or 1", control);
+  comm->push_control = strcmp(control, "auto") == 0 ? -1 : control[0] == '1';
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),

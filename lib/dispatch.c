@@ -73,6 +73,11 @@ static const row_t rows[] = {
      * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
      * 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the one-shot wins, 60.21 vs 68.20 on 4 GPUs). */
     {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    /* 4 GPUs, symmetric input, with the senders' control warp (run 77, forced, us): by writes
+     * 616.8 / 2399.9 at 256 MB / 1 GB against the one-shot's 621.5 / 2455.4; 170.7 against 162.2
+     * at 64 MB (forced/bywrites_control_run77.txt). */
+    {GC_COLL_REDUCESCATTER, 3, 4, 256 * MB, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_REDUCESCATTER, 3, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
     /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2

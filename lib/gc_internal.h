@@ -28,7 +28,7 @@
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
-  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "0", "kernels by writes: 1 = a control warp waits and signals, 0 = the whole block") \
+  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "kernels by writes: a control warp waits and signals (1), the whole block (0), auto") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
@@ -166,7 +166,7 @@ struct gc_comm {
   size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
-  int push_control;       /* from GC_PUSH_CONTROL: 0 or 1 */
+  int push_control;       /* from GC_PUSH_CONTROL: 1 on, 0 off, -1 by collective and size */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
