@@ -104,15 +104,13 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
 
 // Writes `len` bytes from src to nd destinations; all of a thread's loads are in flight before its
 // stores.
-// Threads `thread` of `threads` take part.
 template <bool VEC>
-__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd, int thread,
-                                            int threads) {
+__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd) {
   size_t done = 0;
   if constexpr (VEC) {
     constexpr int U = 4;
-    const size_t units = len / 16, T = (size_t)threads;
-    for (size_t j = thread; j < units; j += U * T) {
+    const size_t units = len / 16, T = blockDim.x;
+    for (size_t j = threadIdx.x; j < units; j += U * T) {
       uint4 x[U];
 #pragma unroll
       for (int u = 0; u < U; u++)
@@ -124,7 +122,7 @@ __device__ __forceinline__ void write_piece(const char *src, size_t len, char *c
     }
     done = units * 16;
   }
-  for (size_t i = done + thread; i < len; i += threads)
+  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
     for (int d = 0; d < nd; d++) dst[d][i] = src[i];
 }
 
@@ -169,57 +167,7 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
   const uint32_t base = sync.epoch;
   const int next = (me + 1) % n, last = (root + n - 1) % n;
   uint32_t k = 0;
-  if (a.control) {
-    // The same pieces with a control warp (control_pipeline): this rank's steps are the block's
-    // pieces it writes, k = k0, k0 + dk, ...: along the ring all of them but on the rank before
-    // root, through owners all on root and every owners-th from its first on an owner.
-    const size_t first = blockIdx.x * piece, stride = (size_t)gridDim.x * piece;
-    k = first < bytes ? (uint32_t)((bytes - first - 1) / stride + 1) : 0;
-    const uint32_t k0 = a.ring || me == root ? 0 : first_owned(me, root, owners), dk = a.ring || me == root ? 1 : owners;
-    const uint32_t steps = (a.ring && me == last) || k0 >= k ? 0 : (k - 1 - k0) / dk + 1;
-    const int from = me == root ? -1 : a.ring ? (me + n - 1) % n : root, lane = (int)(threadIdx.x & 31);
-    const unsigned others = ((1u << n) - 1) & ~(1u << root) & ~(1u << me);
-    const char *src = me == root ? send : own;
-    // Steps whose piece has come: piece k has come once `from` signalled past base + k.
-    auto avail = [&]() -> uint32_t {
-      if (from < 0 || lane != from) return ~0u;
-      const uint32_t got = sync.past(from, base);
-      return got > k0 ? (got - 1 - k0) / dk + 1 : 0;
-    };
-    auto work = [&](uint32_t t, int thread, int threads) {
-      const uint32_t kk = k0 + t * dk;
-      const size_t off = first + kk * stride, len = min(piece, bytes - off);
-      char *dst[GC_MAX_LOCAL_RANKS];
-      int nd = 0;
-      if (a.ring) dst[nd++] = (char *)a.pub[next] + off;
-      else if (me == root) dst[nd++] = (char *)a.pub[owner_of(kk, root, owners)] + off;
-      else
-        for (int r = 0; r < n; r++)
-          if (others >> r & 1u) dst[nd++] = (char *)a.pub[r] + off;
-      if (me == root && send != own) dst[nd++] = own + off;
-      write_piece<VEC>(src + off, len, dst, nd, thread, threads);
-    };
-    // Signals are cumulative: the last piece's covers the earlier ones to the same rank. Root
-    // through owners: lane r signals owner r its last piece among these.
-    auto signal = [&](uint32_t lo, uint32_t hi) {
-      const uint32_t last_k = k0 + (hi - 1) * dk;
-      if (a.ring || me != root) {
-        sync.warp_signal_each(a.ring ? 1u << next : others, base + last_k + 1);
-        return;
-      }
-      if (lane >= n || lane == root) return;
-      const uint32_t o = (uint32_t)(lane < root ? lane : lane - 1);  // owner_of(k) == lane iff (k + b) % owners == o
-      const uint32_t back = (last_k + blockIdx.x + owners - o) % owners;
-      if (back <= last_k - lo) sync.warp_signal_each(1u << lane, base + last_k - back + 1);
-    };
-    // At most two pieces ahead of the signals: letting the writers run further made every
-    // signal wait for more stores (4 x H200, run 77: ring 256 MB 839.4 us against 795.9 two
-    // ahead, owners 64 MB 228.0 against 210.4, forced/bywrites_control_run77.txt).
-    if (!control_pipeline(a.peers, steps, 2, avail, work, signal)) return;
-    // The rank before root on the ring: the last piece's signal covers the earlier ones.
-    if (a.ring && me == last && k && !sync.wait(from, base + k)) return;
-  }
-  for (size_t off = blockIdx.x * piece; !a.control && off < bytes; off += gridDim.x * piece, k++) {
+  for (size_t off = blockIdx.x * piece; off < bytes; off += gridDim.x * piece, k++) {
     const size_t len = min(piece, bytes - off);
     const int owner = owner_of(k, root, owners);
     const uint32_t mark = base + k + 1;
@@ -230,19 +178,19 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
       if (me != last) {
         dst[nd++] = (char *)a.pub[next] + off;
         if (me == root && send != own) dst[nd++] = own + off;
-        write_piece<VEC>((me == root ? send : own) + off, len, dst, nd, threadIdx.x, blockDim.x);
+        write_piece<VEC>((me == root ? send : own) + off, len, dst, nd);
         sync.signal(next, mark);
       }
     } else if (me == root) {
       dst[nd++] = (char *)a.pub[owner] + off;
       if (send != own) dst[nd++] = own + off;
-      write_piece<VEC>(send + off, len, dst, nd, threadIdx.x, blockDim.x);
+      write_piece<VEC>(send + off, len, dst, nd);
       sync.signal(owner, mark);
     } else if (me == owner) {
       if (!sync.wait(root, mark)) return;
       for (int r = 0; r < n; r++)
         if (r != root && r != me) dst[nd++] = (char *)a.pub[r] + off;
-      write_piece<VEC>(own + off, len, dst, nd, threadIdx.x, blockDim.x);
+      write_piece<VEC>(own + off, len, dst, nd);
       sync.signal_each(((1u << n) - 1) & ~(1u << root) & ~(1u << me), mark);
     }
   }
@@ -284,18 +232,13 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   // 215.4 with 64 KB (two forced runs, run 29). 8 x H200, owners, run 72
   // (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB pieces: 47.74 / 71.82 / 122.7 /
   // 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 / 231.5; 429.8 / 842.6 at 128 /
-  // 256 MB against 426.7 / 817.4. Through owners with a control warp (on 3-4 GPUs, coll.c) 16 KB:
-  // 4 x H200, run 76 (forced/bywrites_control_run76.txt), 64 MB 207.7 us against 210.4 with 32 KB
-  // and 212.1 without the control warp. The ring keeps 64 KB.
+  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
   const int n = a->peers.nranks;
-  const size_t most = a->ring || n < 3                                  ? 65536
-                      : a->control || (n > 4 && bytes <= ((size_t)64 << 20)) ? 16384
-                                                                             : 32768;
+  const size_t most = a->ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768;
   size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
   piece = piece < 8192 ? 8192 : piece > most ? most : piece;
   if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
-  if (a->control && a->threads < 64) return cudaErrorInvalidConfiguration;  // a control warp and workers
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < n; p++) vec &= gc::aligned16(a->pub[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);

@@ -13,6 +13,8 @@
 //   reducer s: for each piece t: wait for every peer's sender s to signal base + 1 + t, reduce
 //              piece j of our part from our input and the inbox rows in rank order into our
 //              output, then signal base + 1 + t to every rank: slot free.
+// With a.control (3-4 GPUs by default) the sender's last warp does its waits and signals
+// (control_pipeline), so the other warps go on writing while a signal's release drains.
 // A sender ends once every rank's reducer s (ours too) has finished the stream, a reducer once our
 // sender has: so no rank leaves while a peer still reads its inbox (other collectives may write
 // peers' staging as soon as they start), and every slot is free when the next call starts.
@@ -109,7 +111,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t 
         return lane < n && (others >> lane & 1u) ? sync.past(lane, base, reducers) + GC_BYWRITES_SLOTS : ~0u;
       };
       auto signal = [&](uint32_t, uint32_t hi) { sync.warp_signal_each(all, base + hi); };
-      if (!control_pipeline(a.peers, T_, ~0u, slots_free, send_all, signal)) return;
+      if (!control_pipeline(a.peers, T_, slots_free, send_all, signal)) return;
     }
     for (uint32_t t = 0; !a.control && t < T_; t++) {
       if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;

@@ -421,9 +421,8 @@ __device__ __forceinline__ void st_release_cta(uint32_t *p, uint32_t v) {
 
 // Steps 0 .. T - 1 of one block, each: its inputs must be ready, the working warps (all but the
 // block's last) do it, and then it is signalled. The last warp, the control warp, polls and
-// signals; the working warps do not wait for a signal's release (which waits until the step's
-// stores have landed), only for inputs, and they run at most `depth` steps ahead of the signals
-// that have completed (~0u: no bound). In the control warp's loop:
+// signals; the working warps never wait for a signal's release (which waits until the step's
+// stores have landed), only for inputs. In the control warp's loop:
 //   avail()        per lane, how many steps have their inputs ready now (a bound that only grows;
 //                  ~0u in lanes that check nothing): the least over the warp is published;
 //   signal(lo, hi) steps lo .. hi - 1, which every working warp has issued, are signalled.
@@ -433,8 +432,7 @@ __device__ __forceinline__ void st_release_cta(uint32_t *p, uint32_t v) {
 // signal's release covers the stores of the steps it signals. False once the control warp's wait
 // ran out (timeout or error flag): the working warps stop before the next step. blockDim.x >= 64.
 template <typename Avail, typename Work, typename Signal>
-__device__ bool control_pipeline(const gc_kpeers_t &P, uint32_t T, uint32_t depth, Avail avail, Work work,
-                                 Signal signal) {
+__device__ bool control_pipeline(const gc_kpeers_t &P, uint32_t T, Avail avail, Work work, Signal signal) {
   __shared__ uint32_t ready_steps, failed, issued[GC_KTHREADS / 32];
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31, workers = (int)blockDim.x / 32 - 1;
   if (threadIdx.x == 0) ready_steps = failed = 0;
@@ -444,8 +442,7 @@ __device__ bool control_pipeline(const gc_kpeers_t &P, uint32_t T, uint32_t dept
     uint32_t ready = 0, signalled = 0;
     Deadline d;
     while (signalled < T) {
-      const uint32_t now = min(min(__reduce_min_sync(~0u, (uint32_t)avail()), T),
-                               signalled + min(depth, T - signalled));
+      const uint32_t now = min(__reduce_min_sync(~0u, (uint32_t)avail()), T);
       const uint32_t done = __reduce_min_sync(~0u, lane < workers ? ld_acquire_cta(&issued[lane]) : ~0u);
       if (now > ready || done > signalled) d = Deadline();  // the wait is bounded from the last progress
       if (now > ready) {

@@ -90,7 +90,7 @@ typedef struct gc_kargs {
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
-  int control;       /* kernels by writes: 1 = the block's last warp waits and signals (control_pipeline) */
+  int control;       /* reduce-scatter by writes: 1 = the senders' last warp waits and signals (control_pipeline) */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */

@@ -129,9 +129,11 @@ static size_t bywrites_slot(gc_comm_t comm) {
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
  * pieces of about (largest part) / streams bytes from 4 KB up to the inbox slot (32 KB with the
- * senders' control warp), or GC_PUSH_PIECE; no more streams than pieces. The control warp is on
- * unless GC_PUSH_CONTROL=0: 4 x H200, 1 GB, run 77 (forced/bywrites_control_run77.txt), 2399.9 us
- * with 32 KB pieces against 2452.1 (58 KB, the slot) and 2549.7 (16 KB), 2554.2 without it.
+ * senders' control warp), or GC_PUSH_PIECE; no more streams than pieces. The control warp
+ * (GC_PUSH_CONTROL; auto: on 3-4 GPUs, where it was measured faster): 4 x H200, 1 GB, run 77
+ * (forced/bywrites_control_run77.txt), 2399.9 us with 32 KB pieces against 2452.1 (58 KB, the
+ * slot) and 2549.7 (16 KB), 2554.2 without it; run 78 2402.1 against 2531.7. 2 x H200, run 78:
+ * 2144.5 with it against 1767.5 without (forced/bywrites_control_run78.txt).
  * a: regions, send, recv and epilogue set. */
 static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es, cudaStream_t stream) {
   const int n = comm->local_size;
@@ -145,12 +147,13 @@ static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t 
   piece = (piece + 15) & ~(size_t)15;
   if (piece < 4096) piece = 4096;
   if (piece > slot) piece = slot;
-  if (!comm->push_piece && comm->push_control != 0 && piece > 32768) piece = 32768;
+  const int control = comm->push_control >= 0 ? comm->push_control : n == 3 || n == 4;
+  if (!comm->push_piece && control && piece > 32768) piece = 32768;
   size_t pieces = (most + piece - 1) / piece;
   a->blocks = 2 * (int)(pieces < streams ? pieces : streams);
   a->piece = piece;
   a->slot_bytes = slot;
-  a->control = comm->push_control != 0;
+  a->control = control;
   for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);
   return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
 }
@@ -429,7 +432,6 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
       a.ring = push_schedule_ring(comm, count * es);
-      a.control = comm->push_control >= 0 ? comm->push_control : !a.ring && n <= 4;
       return gc__launched(comm, gc_kernel_broadcast_push(&a, stream), "broadcast");
     }
   }

@@ -28,7 +28,7 @@
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
-  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "kernels by writes: a control warp waits and signals (1), the whole block (0), auto") \
+  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "reduce-scatter by writes: a control warp signals (1), the block (0), auto (3-4 GPUs)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
