@@ -311,14 +311,20 @@ __device__ __forceinline__ size_t pack_results(const gc_kargs_t &a, const A (&ac
 }
 
 // ---- barrier -------------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
+// Loads with acquire and stores with release at one scope: ld_acquire_sys / st_release_sys on
+// global words other GPUs write or read, ld_acquire_cta / st_release_cta within the block.
+#define GC_ACQUIRE_RELEASE(scope, qualifiers)                                               \
+  __device__ __forceinline__ uint32_t ld_acquire_##scope(const uint32_t *p) {               \
+    uint32_t v;                                                                            \
+    asm volatile("ld.acquire." qualifiers ".u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); \
+    return v;                                                                              \
+  }                                                                                        \
+  __device__ __forceinline__ void st_release_##scope(uint32_t *p, uint32_t v) {             \
+    asm volatile("st.release." qualifiers ".u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");   \
+  }
+GC_ACQUIRE_RELEASE(sys, "sys.global")
+GC_ACQUIRE_RELEASE(cta, "cta")
+#undef GC_ACQUIRE_RELEASE
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -410,14 +416,6 @@ struct Sync {
 };
 
 // ---- a block's pipeline with a control warp ----------------------------------------------------
-__device__ __forceinline__ uint32_t ld_acquire_cta(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.cta.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release_cta(uint32_t *p, uint32_t v) {
-  asm volatile("st.release.cta.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 // Steps 0 .. T - 1 of one block, each: its inputs must be ready, the working warps (all but the
 // block's last) do it, and then it is signalled. The last warp, the control warp, polls and
