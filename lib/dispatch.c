@@ -73,9 +73,9 @@ static const row_t rows[] = {
      * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
      * 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the one-shot wins, 60.21 vs 68.20 on 4 GPUs). */
     {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    /* 4 GPUs, symmetric input, with the senders' control warp (run 77, forced, us): by writes
-     * 616.8 / 2399.9 at 256 MB / 1 GB against the one-shot's 621.5 / 2455.4; 170.7 against 162.2
-     * at 64 MB (forced/bywrites_control_run77.txt). */
+    /* 4 GPUs, symmetric input: by writes with the senders' control warp against the one-shot
+     * (run 78, both forced, us, forced/bywrites_control_run78.txt): 320.9 / 618.1 / 1210.3 /
+     * 2402.1 at 128 / 256 / 512 MB / 1 GB against 316.8 / 623.4 / 1238.0 / 2447.3. */
     {GC_COLL_REDUCESCATTER, 3, 4, 256 * MB, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_REDUCESCATTER, 3, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
