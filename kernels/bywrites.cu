@@ -112,11 +112,12 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_bywrites_kernel(const gc_kargs_t 
       };
       auto signal = [&](uint32_t, uint32_t hi) { sync.warp_signal_each(all, base + hi); };
       if (!control_pipeline(a.peers, T_, slots_free, send_all, signal)) return;
-    }
-    for (uint32_t t = 0; !a.control && t < T_; t++) {
-      if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;
-      send_all(t, threadIdx.x, blockDim.x);
-      sync.signal_each(all, base + 1 + t);
+    } else {
+      for (uint32_t t = 0; t < T_; t++) {
+        if (t >= GC_BYWRITES_SLOTS && !sync.wait_each(others, base + 1 + t - GC_BYWRITES_SLOTS, reducers)) return;
+        send_all(t, threadIdx.x, blockDim.x);
+        sync.signal_each(all, base + 1 + t);
+      }
     }
     if (T_ && !sync.wait_each(all, base + T_, reducers)) return;
   } else {

@@ -355,6 +355,16 @@ struct Sync {
   __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
     epoch = P.sig[P.rank]->epoch[blockIdx.x];
   }
+  // Our word in rank r's signals of this block, and rank r's word in ours of block `row`
+  // (default: this block).
+  __device__ uint32_t *to_rank(int r) const { return &P.sig[r]->flag[blockIdx.x][P.rank]; }
+  __device__ const uint32_t *from_rank(int r, int row = -1) const {
+    return &P.sig[P.rank]->flag[row < 0 ? blockIdx.x : (unsigned)row][r];
+  }
+  // Thread (or lane) r tells rank r `value` when r is in the bit mask `to` (release).
+  __device__ void post(int r, unsigned to, uint32_t value) const {
+    if (r < P.nranks && (to >> r & 1u)) st_release_sys(to_rank(r), value);
+  }
   // One thread waits until `word` reaches `value` (acquire: what its writer did before is
   // visible after), bounded by the Deadline.
   __device__ bool wait_word(const uint32_t *word, uint32_t value) const {
@@ -372,8 +382,8 @@ struct Sync {
     ++epoch;
     if (threadIdx.x < P.nranks) {
       int p = threadIdx.x;
-      st_release_sys(&P.sig[p]->flag[blockIdx.x][P.rank], epoch);
-      if (!wait_word(&P.sig[P.rank]->flag[blockIdx.x][p], epoch)) failed = 1;
+      st_release_sys(to_rank(p), epoch);
+      if (!wait_word(from_rank(p), epoch)) failed = 1;
     }
     __syncthreads();
     return !failed;
@@ -383,32 +393,26 @@ struct Sync {
   // `value`; thread r writes to rank r, as in barrier) ...
   __device__ void signal_each(unsigned to, uint32_t value) {
     __syncthreads();
-    if (threadIdx.x < (unsigned)P.nranks && (to >> threadIdx.x & 1u))
-      st_release_sys(&P.sig[threadIdx.x]->flag[blockIdx.x][P.rank], value);
+    post((int)threadIdx.x, to, value);
   }
   __device__ void signal(int to, uint32_t value) { signal_each(1u << to, value); }
   // ... and wait, the whole block, until every rank in the bit mask `from` has signalled `value`
   // (or more) here; thread r waits for rank r, with its own `from` and `value` (they may differ
   // per thread). Signals of block `row` (default: this block's counterparts).
   __device__ bool wait_each(unsigned from, uint32_t value, int row = -1) {
-    const int b = row < 0 ? (int)blockIdx.x : row;
     const bool failed = threadIdx.x < (unsigned)P.nranks && (from >> threadIdx.x & 1u) &&
-                        !wait_word(&P.sig[P.rank]->flag[b][threadIdx.x], value);
+                        !wait_word(from_rank((int)threadIdx.x, row), value);
     return !__syncthreads_or(failed);
   }
   __device__ bool wait(int from, uint32_t value) { return wait_each(1u << from, value); }
   // For the control warp of control_pipeline: how far rank `from`'s signal in row `row` (default:
   // this block's) has gone past `base`, 0 if not yet (acquire, no wait) ...
   __device__ uint32_t past(int from, uint32_t base, int row = -1) const {
-    const int b = row < 0 ? (int)blockIdx.x : row;
-    const int32_t d = (int32_t)(ld_acquire_sys(&P.sig[P.rank]->flag[b][from]) - base);
+    const int32_t d = (int32_t)(ld_acquire_sys(from_rank(from, row)) - base);
     return d > 0 ? (uint32_t)d : 0;
   }
   // ... and lane r signals rank r, for the ranks in the bit mask `to`, each lane its own value.
-  __device__ void warp_signal_each(unsigned to, uint32_t value) const {
-    const int lane = (int)(threadIdx.x & 31);
-    if (lane < P.nranks && (to >> lane & 1u)) st_release_sys(&P.sig[lane]->flag[blockIdx.x][P.rank], value);
-  }
+  __device__ void warp_signal_each(unsigned to, uint32_t value) const { post((int)(threadIdx.x & 31), to, value); }
   // Written back only by a block that finished: a failed communicator is never reused.
   __device__ void done() {
     if (threadIdx.x == 0) P.sig[P.rank]->epoch[blockIdx.x] = epoch;
