@@ -133,9 +133,8 @@ static size_t bywrites_slot(gc_comm_t comm) {
  * (GC_PUSH_CONTROL; auto: on 3-4 GPUs, where it was measured faster): 4 x H200, 1 GB, run 77
  * (forced/bywrites_control_run77.txt), 2399.9 us with 32 KB pieces against 2452.1 (58 KB, the
  * slot) and 2549.7 (16 KB), 2554.2 without it; run 78 2402.1 against 2531.7. 2 x H200, run 78:
- * 2144.5 with it against 1767.5 without (forced/bywrites_control_run78.txt).
- * a: regions, send, recv and epilogue set. */
-static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es, cudaStream_t stream) {
+ * 2144.5 with it against 1767.5 without (forced/bywrites_control_run78.txt). */
+gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es, cudaStream_t stream) {
   const int n = comm->local_size;
   size_t most = 0;
   for (int r = 0; r < n; r++) most = a->region[r].width * es > most ? a->region[r].width * es : most;
@@ -156,6 +155,52 @@ static gc_result_t reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t 
   a->control = control;
   for (int r = 0; r < n; r++) a->in[r] = staging_in(comm, r);
   return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
+}
+
+/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE, auto: copies where they can go, else
+ * the reduce-scatter table's choice for this size and input: by writes or by reads). By copies,
+ * the elements past the last whole 16 n (fewer than 16 n) take the push one-shot. */
+static gc_result_t ce_allreduce(gc_comm_t comm, const gc__plan_t *plan, const gc_options_t *o, const void *send,
+                                void *recv, void *const sym_in[], void *const sym_out[], size_t count,
+                                gc_dtype_t dtype, gc_op_t op, cudaStream_t stream) {
+  const int n = comm->local_size;
+  const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype), bytes = count * es;
+  gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+  int form = comm->ce_allreduce;
+  if (form == GC_CE_AR_COPIES || form == GC_CE_AR_AUTO) {
+    if (send != recv && os == es) {
+      int chunks = comm->ce_chunks;
+      if (chunks == 0) { /* copies of about 64 MB: smaller ones to peers in turn ran slower (NOTES.md) */
+        size_t per_copy = ((size_t)64 << 20) * (size_t)n;
+        chunks = (int)((bytes + per_copy / 2) / per_copy);
+        chunks = chunks < 2 ? 2 : chunks > GC_CE_MAX_CHUNKS ? GC_CE_MAX_CHUNKS : chunks;
+      }
+      GC_CHECK(gc__ce_allreduce_copies(comm, &a, send, sym_out, count, es, o->add, chunks, stream));
+      size_t body = count / (16 * (size_t)n) * (16 * (size_t)n);
+      if (body == count) return GC_SUCCESS;
+      a.send = (const char *)send + body * es;
+      a.recv = (char *)recv + body * os;
+      a.count = count - body;
+      a.ep.add = o->add ? (const char *)o->add + body * es : NULL;
+      return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
+    }
+    form = GC_CE_AR_AUTO;
+  }
+  if (form == GC_CE_AR_AUTO)
+    form = gc__table_choice(comm, GC_COLL_REDUCESCATTER, bytes, sym_in != NULL) == GC_ALGO_TWOSHOT_PUSH ? GC_CE_AR_WRITES
+                                                                                                       : GC_CE_AR_READS;
+  /* By reads, an input peers cannot read is copied into the output first: over an add vector
+   * that is the output (a residual added in place), so that goes by writes. */
+  int add_is_out = sym_in == NULL && o->add != NULL && o->add == recv;
+  if (add_is_out) form = GC_CE_AR_WRITES;
+  if (bywrites_slot(comm) < 256) { /* inboxes too small (GC_STAGING_BYTES) */
+    if (add_is_out)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "options.add == recvbuf with a sendbuf not from gc_mem_alloc needs a "
+                                               "larger staging area (GC_STAGING_BYTES) on the copy-engine path");
+    form = GC_CE_AR_READS;
+  }
+  return gc__ce_allreduce(comm, &a, (void *const *)sym_in, send, sym_out, count, es, os, o->add,
+                          form == GC_CE_AR_WRITES, stream);
 }
 
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
@@ -181,10 +226,8 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
                        GC_ALGO_TWOSHOT_PUSH, plan));
-    if (plan->algo == GC_ALGO_COPYENGINE) {
-      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-      return gc__ce_allreduce(comm, &a, in_ok ? sym_in : NULL, send, sym_out, count, es, os, o->add, stream);
-    }
+    if (plan->algo == GC_ALGO_COPYENGINE) return ce_allreduce(comm, plan, o, send, recv, in_ok ? sym_in : NULL, sym_out,
+                                                              count, dtype, op, stream);
   }
   if (plan->algo == GC_ALGO_ONESHOT && count * es <= GC_PUSH_MAX_BYTES) {
     /* Small: ranks push their input into each other's push areas; one barrier, no copy-in. */
@@ -274,7 +317,7 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
                       : bywrites_slot(comm) < 256 ? "a larger staging area (GC_STAGING_BYTES)"
                                                   : NULL;
     GC_CHECK(usable_or(comm, o, why == NULL, why, GC_ALGO_ONESHOT, plan));
-    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) return reducescatter_bywrites(comm, &a, es, stream);
+    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) return gc__reducescatter_bywrites(comm, &a, es, stream);
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));

@@ -144,6 +144,18 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   if (strcmp(control, "auto") != 0 && strcmp(control, "0") != 0 && strcmp(control, "1") != 0)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_PUSH_CONTROL=%s: use auto, 0 or 1", control);
   comm->push_control = strcmp(control, "auto") == 0 ? -1 : control[0] == '1';
+  static const char *const ce_forms[] = {"auto", "copies", "reads", "writes"};
+  const char *ce_form = gc__param_str(GC_PARAM_CE_ALLREDUCE);
+  comm->ce_allreduce = -1;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(ce_form, ce_forms[i]) == 0) comm->ce_allreduce = i;
+  if (comm->ce_allreduce < 0)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_ALLREDUCE=%s: use auto, copies, reads or writes", ce_form);
+  int64_t ce_chunks = gc__param_int(GC_PARAM_CE_CHUNKS);
+  if (ce_chunks < 0 || ce_chunks > GC_CE_MAX_CHUNKS)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 0 (by size) to %d", (long long)ce_chunks,
+                   GC_CE_MAX_CHUNKS);
+  comm->ce_chunks = (int)ce_chunks;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),

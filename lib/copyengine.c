@@ -125,29 +125,99 @@ static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
   *sn = *s0 + per < cn ? per : cn - *s0;
 }
 
-/* All-reduce: the reduce-scatter kernel reduces this rank's slice from every rank's input (SM
- * reads over NVLink, zero-copy) into its own output, then the copy engine writes that slice into
- * every peer's output, one peer after another (as gc__ce_allgather does, ~385 GB/s against ~323
- * for SM reads). One stream, no fork: the kernel's first barrier is where every peer has entered the
- * call, so its output may be written; the closing barrier is where every slice has arrived. An
- * input that is not symmetric is first copied into the (symmetric) output and reduced in place.
- * In place is safe: slice q of rank r's buffer is read only by rank q, before rank q writes it. */
+/* All-reduce: a reduce-scatter kernel reduces this rank's slice into its own output, then the
+ * copy engine writes that slice into every peer's output, one peer after another (as
+ * gc__ce_allgather does, ~385 GB/s against ~323 for SM reads). The reduce half either reads
+ * every rank's input (zero-copy; an input that is not symmetric is first copied into the
+ * symmetric output and reduced in place) or, by_writes, takes the reduce-scatter by writes
+ * (bywrites.cu: any input, no copy-in). One stream, no fork: either kernel ends on this rank
+ * only after every peer has entered the call, so its output may be written; the closing barrier
+ * is where every slice has arrived. In place is safe: slice q of rank r's buffer is read only by
+ * rank q (or sent to it by rank r) before rank q writes it. */
 gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
                              const void *send, void *const recv_peers[], size_t count, size_t es, size_t os,
-                             const void *add, cudaStream_t stream) {
+                             const void *add, int by_writes, cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
   gc_kargs_t a = *base;
-  for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
-  if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
   size_t s0, sn;
   slice(count, n, me, &s0, &sn);
-  a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
   a.recv = out[me] + s0 * os;
   a.ep.add = add ? (const char *)add + s0 * es : NULL;
-  GC_CHECK(reduce(comm, &a, stream));
+  if (by_writes) {
+    /* Every rank writes slice q of its input into rank q's inbox, from where it is: no copy-in.
+     * The kernel ends on rank q once every peer has sent all of slice q, so the copies below
+     * overwrite no input a peer (in place) still sends from. */
+    a.send = send;
+    for (int p = 0; p < n; p++) {
+      size_t p0, pn;
+      slice(count, n, p, &p0, &pn);
+      a.region[p] = (gc_kregion_t){1, pn, p0, 0, 0};
+    }
+    GC_CHECK(gc__reducescatter_bywrites(comm, &a, es, stream));
+  } else {
+    for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
+    if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
+    a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
+    GC_CHECK(reduce(comm, &a, stream));
+  }
   for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
   return barrier(comm, &base->peers, stream);
+}
+
+/* All-reduce with the copy engines carrying both halves, out of place (the output holds the
+ * input's type): the output is the inbox. Each chunk of the count splits into n equal regions
+ * (count_chunks; the caller takes the tail). Per chunk c:
+ *   scatter: rank p copies region q of its input into rank q's output at region p, for every peer
+ *            q in turn from the next rank (region p of rank q's output gets its final value from
+ *            rank p later, so it is free until then);
+ *   reduce:  rank q reduces region q of its own input and regions p != q of its output (rank p's
+ *            rows) in rank order into region q of its output: the reduce-scatter kernel, reading
+ *            local memory only; its first barrier is where every rank's scatter has arrived, its
+ *            last where every rank has read its rows;
+ *   gather:  rank q copies its region q into every peer's output at region q.
+ * The copy stream runs scatter 0, scatter 1, gather 0, scatter 2, gather 1, ...: a chunk is reduced
+ * on the compute stream while the next one is scattered, and each GPU's copies go to one peer at a
+ * time (~375-385 GB/s here; the reduce-scatter kernel reads peers at ~323, writes reach ~336).
+ * Why the output: the inbox rows of the copy-engine reduce-scatter fit the staging area only in
+ * pieces of a few MB, and such copies ran at 181-236 GB/s (NOTES.md). */
+gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base, const void *send,
+                                    void *const recv_peers[], size_t count, size_t es, const void *add, int chunks,
+                                    cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank;
+  char *const *out = (char *const *)recv_peers;
+  const char *in = send, *plus = add;
+  const size_t unit = (size_t)16 * n, units = count / unit;
+  if (units == 0) return GC_SUCCESS;
+  if ((size_t)chunks > units) chunks = (int)units;
+  GC_CHECK(begin(comm, &base->peers, stream));
+  size_t c0[GC_CE_MAX_CHUNKS + 1];
+  for (int c = 0; c <= chunks; c++) c0[c] = units * (size_t)c / (size_t)chunks * unit;
+  for (int c = 0; c <= chunks; c++) {
+    if (c < chunks) { /* scatter chunk c, then reduce it once it has arrived */
+      const size_t per = (c0[c + 1] - c0[c]) / n, mine = c0[c] + (size_t)me * per;
+      for (int s = 1; s < n; s++) {
+        int q = (me + s) % n;
+        GC_CHECK(copy(comm, out[q] + mine * es, in + (c0[c] + (size_t)q * per) * es, per * es, comm->ce_copy));
+      }
+      GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, (size_t)c)));
+      gc_kargs_t a = *base;
+      for (int p = 0; p < n; p++) a.in[p] = p == me ? in + mine * es : out[me] + (c0[c] + (size_t)p * per) * es;
+      a.region[me] = (gc_kregion_t){1, per, 0, 0, 0};
+      a.recv = out[me] + mine * es;
+      a.ep.add = plus ? plus + mine * es : NULL;
+      a.pdl = 0;
+      GC_CHECK(reduce(comm, &a, comm->ce_compute));
+      GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, (size_t)c)], comm->ce_compute));
+    }
+    if (c > 0) { /* gather chunk c - 1, reduced on every rank (the kernel's last barrier) */
+      const size_t per = (c0[c] - c0[c - 1]) / n, mine = c0[c - 1] + (size_t)me * per;
+      GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, (size_t)c - 1)], 0));
+      for (int s = 1; s < n; s++)
+        GC_CHECK(copy(comm, out[(me + s) % n] + mine * es, out[me] + mine * es, per * es, comm->ce_copy));
+    }
+  }
+  return end(comm, &base->peers, 1, stream);
 }
 
 gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,

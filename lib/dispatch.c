@@ -139,6 +139,12 @@ static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
   return NULL;
 }
 
+gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input) {
+  const row_t *row = find_row(coll, comm->local_size, bytes);
+  if (!row) return GC_ALGO_AUTO;
+  return !symmetric_input && row->plain != NONE ? row->plain : row->algo;
+}
+
 /* Packs per block: two 16-byte packs per thread hide NVLink latency; the LL kernels take one
  * per thread in small blocks, spread over many SMs. Never more blocks than the cap. */
 static int grid_for(size_t bytes, int cap, size_t per_block) {

@@ -29,6 +29,8 @@
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "reduce-scatter by writes: a control warp signals (1), the block (0), auto (3-4 GPUs)") \
+  XX(CE_ALLREDUCE, "GC_CE_ALLREDUCE", "auto", "copy-engine all-reduce's reduce half: copies, reads, writes or auto") \
+  XX(CE_CHUNKS, "GC_CE_CHUNKS", "0", "copy-engine all-reduce by copies: pipeline stages, 1-8 (0 = by size)") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
@@ -123,6 +125,9 @@ GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call
  * ------------------------------------------------------------------------------------------- */
 #define GC_CE_RING 4                        /* per-chunk events of the copy-engine path, reused */
 #define GC_CE_EVENTS (4 + 2 * GC_CE_RING)
+#define GC_CE_MAX_CHUNKS 8                  /* pipeline stages of the copy-engine all-reduce by copies */
+/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE; coll.c picks it). */
+enum { GC_CE_AR_AUTO, GC_CE_AR_COPIES, GC_CE_AR_READS, GC_CE_AR_WRITES };
 
 /* A buffer from gc_mem_alloc: its base on every local rank, mapped into this process. */
 typedef struct gc__symmetric {
@@ -167,6 +172,8 @@ struct gc_comm {
   size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   int push_control;       /* from GC_PUSH_CONTROL: 1 on, 0 off, -1 by collective and size */
+  int ce_allreduce;       /* from GC_CE_ALLREDUCE: a GC_CE_AR_* value */
+  int ce_chunks;          /* from GC_CE_CHUNKS: 1-8, 0 = by size */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
@@ -233,7 +240,14 @@ GC_HIDDEN void gc__ce_destroy(gc_comm_t comm);
 /* send_peers: the input's mapping on every rank, or NULL when the input is not symmetric. */
 GC_HIDDEN gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *const send_peers[],
                                        const void *send, void *const recv_peers[], size_t count, size_t es,
-                                       size_t os, const void *add, cudaStream_t stream);
+                                       size_t os, const void *add, int by_writes, cudaStream_t stream);
+/* Out of place, output in the input's type, the output as inbox (copyengine.c): the first
+ * count - count % (16 n) elements; `chunks` (at most GC_CE_MAX_CHUNKS) pipeline stages. */
+GC_HIDDEN gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base, const void *send,
+                                              void *const recv_peers[], size_t count, size_t es, const void *add,
+                                              int chunks, cudaStream_t stream);
+/* coll.c: the reduce-scatter by writes; a: regions, send, recv and epilogue set. */
+GC_HIDDEN gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, struct gc_kargs *a, size_t es, cudaStream_t stream);
 GC_HIDDEN gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send,
                                            void *recv, const size_t *off, const size_t *len, size_t es,
                                            size_t os, const void *add, cudaStream_t stream);
@@ -293,6 +307,9 @@ typedef struct gc__tuned {
 } gc__tuned_t;
 /* The tuned algorithm for (coll, bytes), or GC_ALGO_AUTO when nothing was tuned for it. */
 GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes);
+/* The built-in table's choice for (coll, bytes) on this GPU count, for an input from gc_mem_alloc
+ * (symmetric_input) or not; no options, tuning or GC_ALGO. GC_ALGO_AUTO when no row matches. */
+GC_HIDDEN gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input);
 /* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);

@@ -389,8 +389,10 @@ static void test_ll_allreduce(void) {
 }
 
 /* The copy-engine all-reduce on symmetric buffers: dtypes, ops, in place, unaligned offsets,
- * a fused epilogue with a cast, a 1 MB staging area (many pipeline chunks), graph capture and
- * replay; and a clear refusal when the output is not symmetric. */
+ * counts with and without a tail past the last whole 16 n, fused epilogues with and without a
+ * cast, a 1 MB staging area, graph capture and replay; and a clear refusal when the output is not
+ * symmetric. Out of place it goes by copies, in place (or with a cast) by the reduce half that
+ * GC_CE_ALLREDUCE names (the gpu_*_ce_* tests). */
 static void test_copyengine_allreduce(void) {
   if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
   gc_comm_t small = NULL;
@@ -424,6 +426,7 @@ static void test_copyengine_allreduce(void) {
     gc_test_free(eager);
     o.scale = 0.5;
     o.add = add;
+    check_allreduce(c, "copyengine bf16 scale+add", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
     o.out_dtype = GC_FP8_E4M3;
     check_allreduce(c, "copyengine bf16 scale+add -> fp8", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
     GC_TEST_OK(gc_mem_free(c, a));
