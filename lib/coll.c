@@ -157,9 +157,10 @@ gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es,
   return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
 }
 
-/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE, auto: copies where they can go, else
- * the reduce-scatter table's choice for this size and input: by writes or by reads). By copies,
- * the elements past the last whole 16 n (fewer than 16 n) take the push one-shot. */
+/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE; auto: by copies out of place where
+ * dispatch.c measured them faster, else the reduce-scatter table's choice for this size and input,
+ * by writes or by reads). By copies, the elements past the last whole 16 n (fewer than 16 n) take
+ * the push one-shot. */
 static gc_result_t ce_allreduce(gc_comm_t comm, const gc__plan_t *plan, const gc_options_t *o, const void *send,
                                 void *recv, void *const sym_in[], void *const sym_out[], size_t count,
                                 gc_dtype_t dtype, gc_op_t op, cudaStream_t stream) {
@@ -167,26 +168,18 @@ static gc_result_t ce_allreduce(gc_comm_t comm, const gc__plan_t *plan, const gc
   const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype), bytes = count * es;
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   int form = comm->ce_allreduce;
-  if (form == GC_CE_AR_COPIES || form == GC_CE_AR_AUTO) {
-    if (send != recv && os == es) {
-      int chunks = comm->ce_chunks;
-      if (chunks == 0) { /* copies of about 64 MB: smaller ones to peers in turn ran slower (NOTES.md) */
-        size_t per_copy = ((size_t)64 << 20) * (size_t)n;
-        chunks = (int)((bytes + per_copy / 2) / per_copy);
-        chunks = chunks < 2 ? 2 : chunks > GC_CE_MAX_CHUNKS ? GC_CE_MAX_CHUNKS : chunks;
-      }
-      GC_CHECK(gc__ce_allreduce_copies(comm, &a, send, sym_out, count, es, o->add, chunks, stream));
-      size_t body = count / (16 * (size_t)n) * (16 * (size_t)n);
-      if (body == count) return GC_SUCCESS;
-      a.send = (const char *)send + body * es;
-      a.recv = (char *)recv + body * os;
-      a.count = count - body;
-      a.ep.add = o->add ? (const char *)o->add + body * es : NULL;
-      return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
-    }
-    form = GC_CE_AR_AUTO;
+  int copies = form == GC_CE_AR_COPIES || (form == GC_CE_AR_AUTO && gc__ce_allreduce_by_copies(comm, bytes));
+  if (copies && send != recv && os == es) {
+    GC_CHECK(gc__ce_allreduce_copies(comm, &a, send, sym_out, count, es, o->add, comm->ce_chunks, stream));
+    size_t body = count / (16 * (size_t)n) * (16 * (size_t)n);
+    if (body == count) return GC_SUCCESS;
+    a.send = (const char *)send + body * es;
+    a.recv = (char *)recv + body * os;
+    a.count = count - body;
+    a.ep.add = o->add ? (const char *)o->add + body * es : NULL;
+    return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
   }
-  if (form == GC_CE_AR_AUTO)
+  if (form == GC_CE_AR_AUTO || form == GC_CE_AR_COPIES)
     form = gc__table_choice(comm, GC_COLL_REDUCESCATTER, bytes, sym_in != NULL) == GC_ALGO_TWOSHOT_PUSH ? GC_CE_AR_WRITES
                                                                                                        : GC_CE_AR_READS;
   /* By reads, an input peers cannot read is copied into the output first: over an add vector

@@ -152,8 +152,8 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   if (comm->ce_allreduce < 0)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_ALLREDUCE=%s: use auto, copies, reads or writes", ce_form);
   int64_t ce_chunks = gc__param_int(GC_PARAM_CE_CHUNKS);
-  if (ce_chunks < 0 || ce_chunks > GC_CE_MAX_CHUNKS)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 0 (by size) to %d", (long long)ce_chunks,
+  if (ce_chunks < 1 || ce_chunks > GC_CE_MAX_CHUNKS)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 1 to %d", (long long)ce_chunks,
                    GC_CE_MAX_CHUNKS);
   comm->ce_chunks = (int)ce_chunks;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {

@@ -139,6 +139,19 @@ static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
   return NULL;
 }
 
+/* The copy-engine all-reduce by copies (copyengine.c: both halves by copy engine, two stages)
+ * against its forms with a reduce kernel, forced, us (run 83, forced/ce_allreduce_run83.txt):
+ * 4 GPUs 632.3 / 1175.0 / 2165.2 / 4228.8 at 128 / 256 / 512 MB / 1 GB against by writes' 601.1 /
+ * 1152.2 / 2240.6 / 4437.4 (one stage 658.5 / 1216.4 / 2308.5 / 4526.6; four, run 82, 4408.0 at 1
+ * GB); 3 GPUs 975.6 / 3728.7 at 256 MB / 1 GB against by reads' 1023.9 / 3999.5; 2 GPUs 756.6 /
+ * 2783.9 at 256 MB / 1 GB against 773.0 / 3006.1, but 232.9 against 213.5 at 64 MB. 5-8 GPUs:
+ * not measured, so not taken. */
+int gc__ce_allreduce_by_copies(gc_comm_t comm, size_t bytes) {
+  const int n = comm->local_size;
+  if (n < 2 || n > 4) return 0;
+  return bytes >= (n == 4 ? 512 * MB : 256 * MB);
+}
+
 gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input) {
   const row_t *row = find_row(coll, comm->local_size, bytes);
   if (!row) return GC_ALGO_AUTO;

@@ -30,7 +30,7 @@
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
   XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "reduce-scatter by writes: a control warp signals (1), the block (0), auto (3-4 GPUs)") \
   XX(CE_ALLREDUCE, "GC_CE_ALLREDUCE", "auto", "copy-engine all-reduce's reduce half: copies, reads, writes or auto") \
-  XX(CE_CHUNKS, "GC_CE_CHUNKS", "0", "copy-engine all-reduce by copies: pipeline stages, 1-8 (0 = by size)") \
+  XX(CE_CHUNKS, "GC_CE_CHUNKS", "2", "copy-engine all-reduce by copies: pipeline stages, 1-8") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
@@ -173,7 +173,7 @@ struct gc_comm {
   int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
   int push_control;       /* from GC_PUSH_CONTROL: 1 on, 0 off, -1 by collective and size */
   int ce_allreduce;       /* from GC_CE_ALLREDUCE: a GC_CE_AR_* value */
-  int ce_chunks;          /* from GC_CE_CHUNKS: 1-8, 0 = by size */
+  int ce_chunks;          /* from GC_CE_CHUNKS: 1-8 */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
@@ -310,6 +310,8 @@ GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes
 /* The built-in table's choice for (coll, bytes) on this GPU count, for an input from gc_mem_alloc
  * (symmetric_input) or not; no options, tuning or GC_ALGO. GC_ALGO_AUTO when no row matches. */
 GC_HIDDEN gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input);
+/* Whether the copy-engine all-reduce of `bytes` goes by copies when it can (out of place). */
+GC_HIDDEN int gc__ce_allreduce_by_copies(gc_comm_t comm, size_t bytes);
 /* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);

@@ -391,8 +391,8 @@ static void test_ll_allreduce(void) {
 /* The copy-engine all-reduce on symmetric buffers: dtypes, ops, in place, unaligned offsets,
  * counts with and without a tail past the last whole 16 n, fused epilogues with and without a
  * cast, a 1 MB staging area, graph capture and replay; and a clear refusal when the output is not
- * symmetric. Out of place it goes by copies, in place (or with a cast) by the reduce half that
- * GC_CE_ALLREDUCE names (the gpu_*_ce_* tests). */
+ * symmetric. At these sizes the reduce half is by reads unless GC_CE_ALLREDUCE names another (the
+ * gpu_*_ce_* tests: by copies out of place, by writes). */
 static void test_copyengine_allreduce(void) {
   if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
   gc_comm_t small = NULL;
