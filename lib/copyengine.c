@@ -7,10 +7,11 @@
  * GPU issues its copies one after another, to the peers in turn (me+1, me+2, ...): at any moment
  * the GPUs form a permutation.
  *
- * All-gather and all-reduce run on the caller's stream (barrier kernels order the GPUs). Broadcast
- * and reduce-scatter pipeline over chunks on two side streams forked from the caller's stream and
- * joined back, so a call stays one piece of that stream, graph capture included: `copy` carries
- * the copies, `compute` the barriers and reductions.
+ * The all-reduce with a reduce kernel runs on the caller's stream (barrier kernels order the
+ * GPUs). All-gather, broadcast, reduce-scatter and the all-reduce by copies run on two side
+ * streams forked from the caller's stream and joined back, so a call stays one piece of that
+ * stream, graph capture included: `copy` carries the copies, `compute` the barriers and
+ * reductions; the pipelined ones go chunk by chunk.
  *
  * Reduce-scatter copies piece q of chunk c into rank q's inbox (a staging row per source, NB
  * buffers), and rank q reduces its own input and the rows in rank order with the reduce-scatter

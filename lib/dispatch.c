@@ -27,8 +27,9 @@ typedef struct {
  * reduce-scatter: the whole input). From bench/results (4 and 2 x H200, bf16, graph replay, each
  * algorithm forced; the row comments give the figures): small calls by the barrier-free LL
  * one-shot (float32/16, bf16; other dtypes take the row's fallback) or the push kernels; the
- * all-reduce's middle sizes by the two-shot by writes, large ones by the copy-engine form
- * (reduce-scatter kernel + copy-engine all-gather, copyengine.c); all-gather and broadcast switch
+ * all-reduce's middle sizes by the two-shot by writes, large ones by the copy-engine forms
+ * (copyengine.c: both halves by copy engine, or a reduce-scatter kernel and a copy-engine
+ * all-gather; gc__ce_allreduce_by_copies below); all-gather and broadcast switch
  * to the copy engines past the sizes in the row comments. The copy-engine reduce-scatter ran at
  * 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path and the broadcast by writes
  * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: from 8 x H200,
