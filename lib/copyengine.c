@@ -167,8 +167,8 @@ gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *
 }
 
 /* All-reduce with the copy engines carrying both halves, out of place (the output holds the
- * input's type): the output is the inbox. Each chunk of the count splits into n equal regions
- * (count_chunks; the caller takes the tail). Per chunk c:
+ * input's type): the output is the inbox. The count up to its last whole 16 n elements goes in
+ * `chunks` stages (the caller takes the rest), each split into n equal regions. Per chunk c:
  *   scatter: rank p copies region q of its input into rank q's output at region p, for every peer
  *            q in turn from the next rank (region p of rank q's output gets its final value from
  *            rank p later, so it is free until then);
