@@ -108,12 +108,16 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
+/* What went wrong: the library's message (it starts with the result's name), else the name. */
+static const char *failure(gc_comm_t comm, gc_result_t r) {
+  const char *msg = gc_comm_last_error(comm);
+  return msg[0] ? msg : gc_result_name(r);
+}
+
 #define GC_OK(b, call)                                                                          \
   do {                                                                                          \
     gc_result_t r_ = (call);                                                                    \
-    if (r_ != GC_SUCCESS)                                                                       \
-      die("%s: %s (%s): %s", #call, gc_result_name(r_), gc_strerror(r_),                        \
-          gc_comm_last_error((b)->comm));                                                       \
+    if (r_ != GC_SUCCESS) die("%s: %s (%s)", #call, failure((b)->comm, r_), gc_strerror(r_));  \
   } while (0)
 
 /* Every MPI call is checked: a failure ends the whole job with the call's name. */
@@ -559,8 +563,7 @@ static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *st
       break;
   }
   if (r != GC_SUCCESS)
-    snprintf(err, errlen, "gpucoll %s: %s: %s", coll_names[o->coll], gc_result_name(r),
-             gc_comm_last_error(b->comm));
+    snprintf(err, errlen, "gpucoll %s: %s", coll_names[o->coll], failure(b->comm, r));
   return r;
 }
 
@@ -573,8 +576,7 @@ static gc_result_t timed_call(void *arg, void *stream) {
   if (r == GC_SUCCESS && b->o.blocking) {
     r = gc_synchronize(b->comm, stream);
     if (r != GC_SUCCESS)
-      snprintf(c->err, sizeof c->err, "gc_synchronize: %s: %s", gc_result_name(r),
-               gc_comm_last_error(b->comm));
+      snprintf(c->err, sizeof c->err, "gc_synchronize: %s", failure(b->comm, r));
   }
   return r;
 }
@@ -617,7 +619,7 @@ static long long check_one(bench_t *b, int lib, int placement) {
   if (r == GC_SUCCESS) {
     r = gc_synchronize(b->comm, b->stream);
     if (r != GC_SUCCESS)
-      snprintf(err, sizeof err, "gc_synchronize: %s: %s", gc_result_name(r), gc_comm_last_error(b->comm));
+      snprintf(err, sizeof err, "gc_synchronize: %s", failure(b->comm, r));
   }
   if (r != GC_SUCCESS)
     die("%s %s %zu bytes: %s", lib_names[lib], placement_names[placement], b->bytes, err);
@@ -650,7 +652,7 @@ static result_t measure(bench_t *b, int lib, int placement, int warmup, int iter
   gc_result_t r = gc_time(b->comm, timed_call, &c, b->stream, warmup, iters, b->o.graph, &us);
   if (r != GC_SUCCESS)
     die("timing %s %s %zu bytes: %s (%s)", lib_names[lib], placement_names[placement], b->bytes,
-        c.err[0] ? c.err : gc_strerror(r), gc_comm_last_error(b->comm));
+        c.err[0] ? c.err : failure(b->comm, r), gc_strerror(r));
   res.us = us;
   res.algbw = us > 0 ? (double)b->bytes / us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
   res.busbw = res.algbw * bus_factor(b->o.coll, b->nranks);
@@ -808,7 +810,7 @@ int main(int argc, char **argv) {
   gc_config_t cfg = GC_CONFIG_INIT;
   if (o->host) cfg.use_gpu = 0;
   gc_result_t r = gc_comm_init(&b->comm, MPI_COMM_WORLD, &cfg);
-  if (r != GC_SUCCESS) die("gc_comm_init: %s: %s", gc_result_name(r), gc_comm_last_error(NULL));
+  if (r != GC_SUCCESS) die("gc_comm_init: %s", failure(NULL, r));
   int device = -1;
   GC_OK(b, gc_comm_device(b->comm, &device));
   b->on_gpu = device >= 0;

@@ -200,7 +200,11 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
     char msg[sizeof comm->last_error];
     snprintf(msg, sizeof msg, "%s", comm->last_error[0] ? comm->last_error : gc_comm_last_error(NULL));
     comm_free(comm);
-    gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_init: %s", msg);
+    /* The message starts with its result's name, which gc__fail puts in front again. */
+    const char *name = gc_result_name(r), *text = msg;
+    size_t len = strlen(name);
+    if (strncmp(msg, name, len) == 0 && strncmp(msg + len, ": ", 2) == 0) text = msg + len + 2;
+    gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_init: %s", text);
     return r;
   }
   *out = comm;

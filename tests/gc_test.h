@@ -27,7 +27,7 @@ extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED 
   do {                                                                                        \
     gc_result_t r_ = (call);                                                                  \
     if (r_ != GC_SUCCESS)                                                                     \
-      fprintf(stderr, "[rank %d] %s:%d: %s -> %s: %s\n", gc_test_rank, __FILE__, __LINE__,    \
+      fprintf(stderr, "[rank %d] %s:%d: %s -> %s (%s)\n", gc_test_rank, __FILE__, __LINE__,   \
               #call, gc_result_name(r_), gc_comm_last_error(gc_test_comm));                    \
     CU_ASSERT_EQUAL_FATAL(r_, GC_SUCCESS);                                                    \
   } while (0)

@@ -89,8 +89,8 @@ int main(int argc, char **argv) {
     cfg.use_gpu = gpu;
     gc_result_t r = gc_comm_init(&gc_test_comm, MPI_COMM_WORLD, &cfg);
     if (r != GC_SUCCESS) {
-      fprintf(stderr, "[rank %d] gc_comm_init failed: %s: %s\n", gc_test_rank, gc_result_name(r),
-              gc_comm_last_error(NULL));
+      fprintf(stderr, "[rank %d] gc_comm_init failed: %s\n", gc_test_rank,
+              gc_comm_last_error(NULL)[0] ? gc_comm_last_error(NULL) : gc_result_name(r));
       setup_failed = 1;
       gc_test_comm = NULL;
     } else if (gpu) {
