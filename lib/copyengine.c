@@ -105,18 +105,26 @@ static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk
 
 static int ring_event(int base, size_t c) { return base + (int)(c % GC_CE_RING); }
 
-/* Reduces this rank's piece of chunk c (w elements) from its own input and its inbox rows, in
- * rank order, into out; the kernel's first barrier is where every row is known to have arrived. */
-static gc_result_t reduce_chunk(gc_comm_t comm, const gc_kargs_t *base, const inbox_t *ib, size_t c, const char *own,
-                                char *out, const char *add, size_t w) {
+/* Reduces w elements from rows[p] (one per rank: our own input and what the others copied to us)
+ * in rank order into out, on the compute stream; the kernel's first barrier is where every row is
+ * known to have arrived, its last where every rank has read its rows. */
+static gc_result_t reduce_rows(gc_comm_t comm, const gc_kargs_t *base, const char *const rows[], char *out,
+                               const char *add, size_t w) {
   gc_kargs_t a = *base;
-  int me = comm->local_rank;
-  for (int p = 0; p < comm->local_size; p++) a.in[p] = p == me ? own : inbox_row(comm, ib, me, c, p);
-  a.region[me] = (gc_kregion_t){1, w, 0, 0, 0};
+  for (int p = 0; p < comm->local_size; p++) a.in[p] = rows[p];
+  a.region[comm->local_rank] = (gc_kregion_t){1, w, 0, 0, 0};
   a.recv = out;
   a.ep.add = add;
   a.pdl = 0;
   return reduce(comm, &a, comm->ce_compute);
+}
+
+/* bytes from src into every peer's output at `at`, one peer after another from the next rank. */
+static gc_result_t to_every_peer(gc_comm_t comm, char *const out[], size_t at, const void *src, size_t bytes,
+                                 cudaStream_t s) {
+  const int n = comm->local_size, me = comm->local_rank;
+  for (int k = 1; k < n; k++) GC_CHECK(copy(comm, out[(me + k) % n] + at, src, bytes, s));
+  return GC_SUCCESS;
 }
 
 /* Slice q of a chunk of cn elements: n slices of a 16-element multiple, the last ones shorter. */
@@ -162,7 +170,7 @@ gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *
     a.region[me] = (gc_kregion_t){1, sn, s0, 0, 0};
     GC_CHECK(reduce(comm, &a, stream));
   }
-  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + s0 * os, out[me] + s0 * os, sn * os, stream));
+  GC_CHECK(to_every_peer(comm, out, s0 * os, out[me] + s0 * os, sn * os, stream));
   return barrier(comm, &base->peers, stream);
 }
 
@@ -202,20 +210,15 @@ gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base,
         GC_CHECK(copy(comm, out[q] + mine * es, in + (c0[c] + (size_t)q * per) * es, per * es, comm->ce_copy));
       }
       GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, (size_t)c)));
-      gc_kargs_t a = *base;
-      for (int p = 0; p < n; p++) a.in[p] = p == me ? in + mine * es : out[me] + (c0[c] + (size_t)p * per) * es;
-      a.region[me] = (gc_kregion_t){1, per, 0, 0, 0};
-      a.recv = out[me] + mine * es;
-      a.ep.add = plus ? plus + mine * es : NULL;
-      a.pdl = 0;
-      GC_CHECK(reduce(comm, &a, comm->ce_compute));
+      const char *rows[GC_MAX_LOCAL_RANKS];
+      for (int p = 0; p < n; p++) rows[p] = p == me ? in + mine * es : out[me] + (c0[c] + (size_t)p * per) * es;
+      GC_CHECK(reduce_rows(comm, base, rows, out[me] + mine * es, plus ? plus + mine * es : NULL, per));
       GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, (size_t)c)], comm->ce_compute));
     }
     if (c > 0) { /* gather chunk c - 1, reduced on every rank (the kernel's last barrier) */
       const size_t per = (c0[c] - c0[c - 1]) / n, mine = c0[c - 1] + (size_t)me * per;
       GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, (size_t)c - 1)], 0));
-      for (int s = 1; s < n; s++)
-        GC_CHECK(copy(comm, out[(me + s) % n] + mine * es, out[me] + mine * es, per * es, comm->ce_copy));
+      GC_CHECK(to_every_peer(comm, out, mine * es, out[me] + mine * es, per * es, comm->ce_copy));
     }
   }
   return end(comm, &base->peers, 1, stream);
@@ -241,8 +244,10 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
     }
     GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
     size_t w = len[me] > c0 ? len[me] - c0 : 0;
-    GC_CHECK(reduce_chunk(comm, base, &ib, c, in + (off[me] + c0) * es, (char *)recv + c0 * os,
-                          plus ? plus + c0 * es : NULL, w < chunk ? w : chunk));
+    const char *rows[GC_MAX_LOCAL_RANKS];
+    for (int p = 0; p < n; p++) rows[p] = p == me ? in + (off[me] + c0) * es : inbox_row(comm, &ib, me, c, p);
+    GC_CHECK(reduce_rows(comm, base, rows, (char *)recv + c0 * os, plus ? plus + c0 * es : NULL,
+                         w < chunk ? w : chunk));
     GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
   }
   /* A closing barrier although the output is local: reduce-scatter by writes (bywrites.cu) and
@@ -253,10 +258,10 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
 
 gc_result_t gc__ce_allgather(gc_comm_t comm, const gc_kpeers_t *peers, const void *send, void *const recv_peers[],
                              size_t part, cudaStream_t stream) {
-  const int n = comm->local_size, me = comm->local_rank;
+  const int me = comm->local_rank;
   char *const *out = (char *const *)recv_peers;
   GC_CHECK(begin(comm, peers, stream));
-  for (int s = 1; s < n; s++) GC_CHECK(copy(comm, out[(me + s) % n] + me * part, send, part, comm->ce_copy));
+  GC_CHECK(to_every_peer(comm, out, me * part, send, part, comm->ce_copy));
   GC_CHECK(copy(comm, out[me] + me * part, send, part, comm->ce_compute)); /* ours, beside the peer copies */
   return end(comm, peers, 1, stream);
 }
