@@ -6,9 +6,15 @@
 // usage: gpucoll-linkprobe [MB per peer (64)] [iterations (5)] [pattern name prefix (all)]
 // bulk-*: cp.async.bulk copies (sm_90+) of 16 KB chunks, one thread per block; the unroll column
 // is then the number of shared-memory stages (loads in flight + 1).
-// ce-rotate-N: one stream per GPU copies its regions in N MB pieces, piece by piece to peer d+1,
-// d+2, ... in turn (the order of the copy-engine reduce-scatter's copies, without its reductions
-// and barriers); ce-ring-N: the same pieces, all to peer d+1.
+// ce-all: a stream per peer, all copies at once; ce-turn: one stream, a whole region to peer d+1,
+// d+2, ... in turn (the copy-engine collectives' order); ce-rotate-N: the same in N MB pieces,
+// piece by piece in turn; ce-ring-N: the same pieces, all to peer d+1; ce-graph-*: the same
+// copies captured once into a CUDA graph and replayed (as the collectives run under graph
+// replay); ce-batch[-N]: one cudaMemcpyBatchAsync of a region (or rounds of an N MB piece) per
+// peer, whose copies the driver may run in any order or at once (no graph form exists);
+// ce-pull-*: the copies issued by the receiving GPU, reading the peer's region; ce-paced-*: in
+// turn, each copy after a one-thread kernel that waits until its receiver's sender of the last
+// step is done (no two GPUs ever write to one); ce-solo-*: GPU 0 alone, the others idle.
 // Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
 // inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
 #include <cuda_runtime.h>
@@ -150,9 +156,90 @@ static int peers_of(int d, bool ring, int *out) {
   return c;
 }
 
+// Copy-engine patterns: how GPU d's copies are issued (see the top of the file).
+enum CeMode { CE_NO, CE_STREAMS, CE_TURN, CE_BATCH };
+struct Ce {
+  CeMode mode;
+  size_t piece_mb;  // 0: whole regions
+  bool pull, graph;
+  bool solo;   // GPU 0 copies alone, the others idle (is a cost the copy engine's own, or the GPUs' together?)
+  bool paced;  // in turn, each copy waits (a one-thread kernel) until its receiver's previous sender is done
+};
+
+// Pacing: flags[g][s] on GPU g holds the last step GPU s reported done. A one-thread-per-peer
+// kernel between two copies reports this GPU's last step to every peer, then waits for `from`'s
+// report of the same step (from < 0: every peer's: a barrier). Steps count up over the whole run.
+struct Flags {
+  int *at[kMaxGpus];
+};
+static Flags flags;
+static int pace_step;  // the step each GPU's copies have reached as they are enqueued (the same on all)
+
+__global__ void pace(Flags f, int me, int n, int step, int from) {
+  const int t = threadIdx.x;
+  if (t < n && t != me) *(volatile int *)(f.at[t] + me) = step;
+  if (t != 0) return;
+  volatile int *mine = f.at[me];
+  for (int p = 0; p < n; p++)
+    if ((from < 0 && p != me) || p == from)
+      for (long spin = 0; mine[p] < step; spin++)
+        if (spin > (1L << 30)) __trap();  // a peer that never reports: fail, do not hang
+}
+
+
+// Enqueues GPU d's copies on its streams (stream 0 begins and ends them), one region per peer:
+// pushed into peer p's dst at region d, or pulled from peer p's src region d into our region p.
+static void enqueue_copies(int d, const Ce &ce, bool ring) {
+  if (ce.solo && d != 0) return;
+  Gpu &g = gpus[d];
+  int list[kMaxGpus];  // peer d+1, d+2, ... (in turn, the GPUs form a permutation at every step)
+  const int c = ring ? 1 : ngpu - 1;
+  for (int i = 0; i < c; i++) list[i] = (d + 1 + i) % ngpu;
+  const size_t piece = ce.piece_mb ? ce.piece_mb << 20 : region_bytes;
+  auto dst = [&](int p, size_t off) {
+    return (ce.pull ? (char *)g.dst + p * region_bytes : (char *)gpus[p].dst + d * region_bytes) + off;
+  };
+  auto src = [&](int p, size_t off) {
+    return (ce.pull ? (char *)gpus[p].src + d * region_bytes : (char *)g.src + p * region_bytes) + off;
+  };
+  auto len = [&](size_t off) { return piece < region_bytes - off ? piece : region_bytes - off; };
+  if (ce.mode == CE_STREAMS) {
+    CHECK(cudaEventRecord(g.copied[0], g.stream[0]));
+    for (int i = 1; i < c; i++) CHECK(cudaStreamWaitEvent(g.stream[i], g.copied[0], 0));
+    for (int i = 0; i < c; i++)
+      for (size_t off = 0; off < region_bytes; off += piece)
+        CHECK(cudaMemcpyAsync(dst(list[i], off), src(list[i], off), len(off), cudaMemcpyDeviceToDevice, g.stream[i]));
+    for (int i = 1; i < c; i++) {
+      CHECK(cudaEventRecord(g.copied[i], g.stream[i]));
+      CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[i], 0));
+    }
+  } else if (ce.mode == CE_TURN) {
+    int prev = -1;  // the last copy's peer offset
+    for (size_t off = 0; off < region_bytes; off += piece)
+      for (int i = 0; i < c; i++) {
+        if (ce.paced && prev >= 0) {  // the GPU that sent to list[i] in the last step: d + (i + 1) - prev
+          pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, ++pace_step, (d + i + 1 - prev + ngpu) % ngpu);
+          CHECK(cudaGetLastError());
+        }
+        prev = i + 1;
+        CHECK(cudaMemcpyAsync(dst(list[i], off), src(list[i], off), len(off), cudaMemcpyDeviceToDevice, g.stream[0]));
+      }
+  } else {  // CE_BATCH: a batch per piece round, one copy per peer
+    for (size_t off = 0; off < region_bytes; off += piece) {
+      void *dsts[kMaxGpus];
+      const void *srcs[kMaxGpus];
+      size_t sizes[kMaxGpus], first = 0;
+      for (int i = 0; i < c; i++) dsts[i] = dst(list[i], off), srcs[i] = src(list[i], off), sizes[i] = len(off);
+      cudaMemcpyAttributes attr = {};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, c, &attr, &first, 1, g.stream[0]));
+    }
+  }
+}
+
 // Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
-static float run_pattern(bool ce, bool ring, bool write, bool split, bool bulk, int unroll, int blocks, int iters,
-                         size_t piece_mb, int *npeers) {
+static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool bulk, int unroll, int blocks,
+                         int iters, int *npeers) {
   // What each GPU moves is the same in every iteration: built once, before the timed launches.
   int list[kMaxGpus][kMaxGpus];
   Peers P[kMaxGpus];
@@ -170,33 +257,33 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, bool bulk, 
     }
   }
   const kernel_t k = unroll == 1 ? pick<1>(write, split) : unroll == 2 ? pick<2>(write, split) : pick<4>(write, split);
+  cudaGraphExec_t graphs[kMaxGpus] = {};
+  if (ce.graph)
+    for (int d = 0; d < ngpu; d++) {  // captured once; every iteration replays the same copies
+      CHECK(cudaSetDevice(d));
+      cudaGraph_t graph;
+      CHECK(cudaStreamBeginCapture(gpus[d].stream[0], cudaStreamCaptureModeThreadLocal));
+      enqueue_copies(d, ce, ring);
+      CHECK(cudaStreamEndCapture(gpus[d].stream[0], &graph));
+      CHECK(cudaGraphInstantiate(&graphs[d], graph, 0));
+      CHECK(cudaGraphDestroy(graph));
+    }
   float best = 1e30f;
   for (int it = -1; it < iters; it++) {  // it = -1: warm-up
     for (int d = 0; d < ngpu; d++) {
       CHECK(cudaSetDevice(d));
       Gpu &g = gpus[d];
+      if (ce.paced) {  // every GPU starts together; each GPU's steps continue from the same count
+        if (d == 0) pace_step += 1 << 16;
+        pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, pace_step, -1);
+        CHECK(cudaGetLastError());
+      }
+      const int steps_from = pace_step;
       CHECK(cudaEventRecord(g.start, g.stream[0]));
-      const int c = P[d].count;
-      if (ce && piece_mb) {
-        const size_t piece = piece_mb << 20;
-        for (size_t off = 0; off < region_bytes; off += piece)
-          for (int s = 1; s < (ring ? 2 : ngpu); s++) {
-            const int p = (d + s) % ngpu;
-            CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes + off, p,
-                                      (char *)g.src + p * region_bytes + off, d,
-                                      piece < region_bytes - off ? piece : region_bytes - off, g.stream[0]));
-          }
-      } else if (ce) {
-        for (int i = 1; i < c; i++) CHECK(cudaStreamWaitEvent(g.stream[i], g.start, 0));
-        for (int i = 0; i < c; i++) {
-          int p = list[d][i];
-          CHECK(cudaMemcpyPeerAsync((char *)gpus[p].dst + d * region_bytes, p, (char *)g.src + p * region_bytes, d,
-                                    region_bytes, g.stream[i]));
-        }
-        for (int i = 1; i < c; i++) {
-          CHECK(cudaEventRecord(g.copied[i], g.stream[i]));
-          CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[i], 0));
-        }
+      if (ce.mode != CE_NO) {
+        if (ce.graph) CHECK(cudaGraphLaunch(graphs[d], g.stream[0]));
+        else enqueue_copies(d, ce, ring);
+        if (d + 1 < ngpu) pace_step = steps_from;  // the next GPU counts the same steps
       } else if (bulk) {  // unroll = stages
         const size_t smem = (size_t)unroll * kChunk;
         if (write) bulk_move<true><<<blocks, kThreads, smem, g.stream[0]>>>(P[d], region_bytes / 16, unroll);
@@ -218,6 +305,8 @@ static float run_pattern(bool ce, bool ring, bool write, bool split, bool bulk, 
     }
     if (it >= 0 && worst < best) best = worst;
   }
+  for (int d = 0; d < ngpu; d++)
+    if (graphs[d]) CHECK(cudaGraphExecDestroy(graphs[d]));
   return best;
 }
 
@@ -248,6 +337,8 @@ int main(int argc, char **argv) {
       (void)cudaGetLastError();
     }
     Gpu &g = gpus[d];
+    CHECK(cudaMalloc(&flags.at[d], kMaxGpus * sizeof(int)));
+    CHECK(cudaMemset(flags.at[d], 0, kMaxGpus * sizeof(int)));
     CHECK(cudaMalloc(&g.src, kMaxGpus * region_bytes));
     CHECK(cudaMalloc(&g.dst, kMaxGpus * region_bytes));
     CHECK(cudaMemset(g.src, d + 1, kMaxGpus * region_bytes));
@@ -265,20 +356,39 @@ int main(int argc, char **argv) {
   printf("# %-22s %8s %6s %10s %10s\n", "pattern", "blocks", "unroll", "ms", "GB/s/GPU");
   struct {
     const char *name;
-    bool ce, ring, write, split;
-    size_t piece_mb;
+    bool ring, write, split;
+    Ce ce;
     bool bulk;
   } pats[] = {
-      {"read-all-interleaved", false, false, false, false}, {"read-all-split", false, false, false, true},
-      {"write-all-interleaved", false, false, true, false}, {"write-all-split", false, false, true, true},
-      {"read-ring", false, true, false, false},             {"write-ring", false, true, true, false},
-      {"ce-all", true, false, true, false},                 {"ce-ring", true, true, true, false},
-      {"ce-rotate-1", true, false, true, false, 1},         {"ce-rotate-4", true, false, true, false, 4},
-      {"ce-rotate-16", true, false, true, false, 16},       {"ce-rotate-64", true, false, true, false, 64},
-      {"ce-ring-1", true, true, true, false, 1},            {"ce-ring-4", true, true, true, false, 4},
-      {"ce-ring-16", true, true, true, false, 16},
-      {"bulk-read-all", false, false, false, false, 0, true}, {"bulk-write-all", false, false, true, false, 0, true},
-      {"bulk-read-ring", false, true, false, false, 0, true}, {"bulk-write-ring", false, true, true, false, 0, true},
+      {"read-all-interleaved", false, false, false}, {"read-all-split", false, false, true},
+      {"write-all-interleaved", false, true, false}, {"write-all-split", false, true, true},
+      {"read-ring", true, false, false},             {"write-ring", true, true, false},
+      {"ce-all", false, true, false, {CE_STREAMS}},  {"ce-ring", true, true, false, {CE_STREAMS}},
+      {"ce-turn", false, true, false, {CE_TURN}},
+      {"ce-rotate-1", false, true, false, {CE_TURN, 1}},   {"ce-rotate-4", false, true, false, {CE_TURN, 4}},
+      {"ce-rotate-16", false, true, false, {CE_TURN, 16}}, {"ce-rotate-64", false, true, false, {CE_TURN, 64}},
+      {"ce-ring-1", true, true, false, {CE_TURN, 1}},      {"ce-ring-4", true, true, false, {CE_TURN, 4}},
+      {"ce-ring-16", true, true, false, {CE_TURN, 16}},
+      {"ce-graph-all", false, true, false, {CE_STREAMS, 0, false, true}},
+      {"ce-graph-turn", false, true, false, {CE_TURN, 0, false, true}},
+      {"ce-graph-ring", true, true, false, {CE_TURN, 0, false, true}},
+      {"ce-batch", false, true, false, {CE_BATCH}},
+      {"ce-batch-8", false, true, false, {CE_BATCH, 8}},
+      {"ce-batch-32", false, true, false, {CE_BATCH, 32}},
+      {"ce-pull-all", false, true, false, {CE_STREAMS, 0, true}},
+      {"ce-pull-turn", false, true, false, {CE_TURN, 0, true}},
+      {"ce-pull-ring", true, true, false, {CE_TURN, 0, true}},
+      {"ce-pull-graph-turn", false, true, false, {CE_TURN, 0, true, true}},
+      {"ce-paced-turn", false, true, false, {CE_TURN, 0, false, false, false, true}},
+      {"ce-paced-rotate-4", false, true, false, {CE_TURN, 4, false, false, false, true}},
+      {"ce-paced-rotate-16", false, true, false, {CE_TURN, 16, false, false, false, true}},
+      {"ce-paced-rotate-32", false, true, false, {CE_TURN, 32, false, false, false, true}},
+      {"ce-solo-turn", false, true, false, {CE_TURN, 0, false, false, true}},
+      {"ce-solo-rotate-16", false, true, false, {CE_TURN, 16, false, false, true}},
+      {"ce-solo-ring-16", true, true, false, {CE_TURN, 16, false, false, true}},
+      {"ce-solo-ring", true, true, false, {CE_TURN, 0, false, false, true}},
+      {"bulk-read-all", false, false, false, {}, true}, {"bulk-write-all", false, true, false, {}, true},
+      {"bulk-read-ring", true, false, false, {}, true}, {"bulk-write-ring", true, true, false, {}, true},
   };
   for (int d = 0; d < ngpu; d++) {  // the bulk kernels' stage buffers: up to kMaxStages x kChunk bytes
     CHECK(cudaSetDevice(d));
@@ -295,12 +405,13 @@ int main(int argc, char **argv) {
       printf("  %-22s skipped: bulk copies need compute capability 9.0\n", pt.name);
       continue;
     }
-    for (int bi = 0; bi < (pt.ce ? 1 : nblock_list); bi++) {
-      for (int unroll = 1; unroll <= (pt.ce ? 1 : 4); unroll *= 2) {
+    const bool ce = pt.ce.mode != CE_NO;
+    for (int bi = 0; bi < (ce ? 1 : nblock_list); bi++) {
+      for (int unroll = 1; unroll <= (ce ? 1 : 4); unroll *= 2) {
         int blocks = block_list[bi], np = 0;
-        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, pt.bulk, unroll, blocks, iters, pt.piece_mb, &np);
+        float ms = run_pattern(pt.ce, pt.ring, pt.write, pt.split, pt.bulk, unroll, blocks, iters, &np);
         double gbs = (double)np * region_bytes / (ms * 1e-3) / 1e9;
-        printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, pt.ce ? 0 : blocks, unroll, ms, gbs);
+        printf("  %-22s %8d %6d %10.3f %10.1f\n", pt.name, ce ? 0 : blocks, unroll, ms, gbs);
         fflush(stdout);
       }
     }

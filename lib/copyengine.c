@@ -2,10 +2,10 @@
  * peer's mapped memory), with the SMs reducing and meeting at barriers.
  *
  * Why: on the 4 x H200 host, with every GPU moving data at once, SM reads give ~323 GB/s per GPU,
- * SM writes ~351, and the copy engines ~378 when each GPU copies to one peer at a time
- * (bench/results/linkprobe-h200x4.txt; three copies at once to three peers fell to ~200). So each
- * GPU issues its copies one after another, to the peers in turn (me+1, me+2, ...): at any moment
- * the GPUs form a permutation.
+ * SM writes ~351, and the copy engines ~375-389 in large copies to the peers in turn
+ * (bench/results/linkprobe-h200x4.txt, linkprobe-ce2-h200x4.txt). Each GPU issues its copies one
+ * after another to the peers in turn (me+1, me+2, ...), so that at every step the GPUs form a
+ * permutation: when every GPU copied to the same GPU first, all fell to ~200.
  *
  * The all-reduce with a reduce kernel runs on the caller's stream (barrier kernels order the
  * GPUs). All-gather, broadcast, reduce-scatter and the all-reduce by copies run on two side
