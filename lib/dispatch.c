@@ -204,7 +204,8 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   }
   const row_t *row = find_row(coll, comm->local_size, bytes);
   if (algo == GC_ALGO_AUTO) algo = gc__tuned_algo(comm, coll, bytes);
-  plan->plain = algo == GC_ALGO_AUTO && comm->p2p_ready && row ? row->plain : NONE;
+  plan->from_table = algo == GC_ALGO_AUTO && comm->p2p_ready && row;
+  plan->plain = plan->from_table ? row->plain : NONE;
   if (algo == GC_ALGO_AUTO) algo = comm->p2p_ready && row ? row->algo : GC_ALGO_MPI;
   if (algo != GC_ALGO_MPI && !comm->p2p_ready) {
     if (explicit_algo)

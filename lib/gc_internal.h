@@ -295,6 +295,7 @@ typedef struct gc__plan {
   int blocks;
   int threads;
   gc_algo_t plain; /* the table row's choice for an input not from gc_mem_alloc (AUTO: algo) */
+  int from_table;  /* algo is the table row's (not the options', GC_ALGO's or the tuner's) */
 } gc__plan_t;
 /* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
 GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes,
