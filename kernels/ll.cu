@@ -113,12 +113,17 @@ __device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, b
 
 // The second half of both reducing kernels: pack k of this rank's n rows, reduced in rank order
 // and stored as elements [k * E, k * E + E) of a.recv (width elements in all) by the thread that
-// wrote pack k of every part. False once a wait times out.
-template <typename T, typename A, int OPK>
+// wrote pack k of every part. False once a wait times out. Granules are constants (a run-time one
+// made this loop spill). SPLIT: an output 4 or 8 bytes off a 16-byte boundary (a reduce-scatter
+// part in place on 3 GPUs, say) takes split stores, not the epilogue's element stores, which were
+// 0.4-1.6 us slower at 1 KB - 1 MB (runs 91-92); the all-reduce, whose output is the caller's
+// pointer, goes without (the branches cost its bf16 and fp16 kernels 10-14 registers and spills).
+template <typename T, typename A, int OPK, bool SPLIT>
 __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *mine, size_t row, size_t width) {
   constexpr int E = 16 / sizeof(T);
   const int n = a.peers.nranks;
-  const bool plain = is_plain<T, A>(a, a.recv);  // granules as constants: a run-time one made this loop spill
+  const bool plain = is_plain<T, A>(a, a.recv);
+  const int granule = SPLIT ? plain_granule<T, A>(a, a.recv) : 0;
   Deadline d;
   for (size_t k = global_thread(); k * E < width; k += grid_threads()) {
     uint4 v[GC_MAX_LOCAL_RANKS];
@@ -128,6 +133,8 @@ __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *
     const size_t first = k * E;
     if (first + E <= width) {
       if (plain) store_at<T, A, true>(a, first, acc, a.recv, 16);
+      else if (SPLIT && granule == 8) store_at<T, A, true>(a, first, acc, a.recv, 8);
+      else if (SPLIT && granule == 4) store_at<T, A, true>(a, first, acc, a.recv, 4);
       else store_at<T, A, true>(a, first, acc, a.recv, 0);
     } else {
       for (int e = 0; first + e < width; e++) finish<T, A>(acc[e], first + e, a.ep, a.op, n, a.recv);
@@ -149,7 +156,7 @@ __global__ void GC_LAUNCH_BOUNDS allreduce_ll_kernel(const gc_kargs_t a) {
     const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, k), sizeof(T));
     for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * row + k * 16) = w;
   }
-  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.count));
+  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK, false>(a, a.peers.ll[me] + c.gen, row, a.count));
 }
 
 // Reduce-scatter: rank q reduces region[q].width elements found at region[q].in_offset of every
@@ -184,7 +191,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
       if (i < n && k * 16 < len(q)) *(uint4 *)(a.peers.ll[q] + c.gen + me * row + k * 16) = ll_canonical(w[i], sizeof(T));
     }
   }
-  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
+  ll_finish(a.peers, c.call, !reduce_rows<T, A, OPK, true>(a, a.peers.ll[me] + c.gen, row, a.region[me].width));
 }
 
 // All-gather: every rank's part (a.count elements) to every rank.
