@@ -117,7 +117,8 @@ __device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, b
 // made this loop spill). SPLIT: an output 4 or 8 bytes off a 16-byte boundary (a reduce-scatter
 // part in place on 3 GPUs, say) takes split stores, not the epilogue's element stores, which were
 // 0.4-1.6 us slower at 1 KB - 1 MB (runs 91-92); the all-reduce, whose output is the caller's
-// pointer, goes without (the branches cost its bf16 and fp16 kernels 10-14 registers and spills).
+// pointer, goes without (with the branches ptxas held its bf16 and fp16 kernels to 64 registers
+// and 24-112 bytes of spills).
 template <typename T, typename A, int OPK, bool SPLIT>
 __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *mine, size_t row, size_t width) {
   constexpr int E = 16 / sizeof(T);

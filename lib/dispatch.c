@@ -79,7 +79,9 @@ static const row_t rows[] = {
      * 2402.1 at 128 / 256 / 512 MB / 1 GB against 316.8 / 623.4 / 1238.0 / 2447.3. Not on 3
      * GPUs (a part of 1 GB starts off a 16-byte boundary there): by writes took 2551.9 us
      * out of place and 4007.4 in place at 1 GB (run 91's matrix, forced/reducescatter-h200x3_run91.txt)
-     * against the one-shot's 2158.7 / 2154.7 (run 57, reducescatter-h200x3.txt). */
+     * against the one-shot's 2158.7 / 2154.7 (run 57, forced/reducescatter-h200x3_run57.txt) and
+     * 2151.2 / 2152.3 once back on it (run 92). On 4 GPUs coll.c also keeps it off parts that are
+     * off 16-byte boundaries. */
     {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
