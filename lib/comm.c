@@ -118,19 +118,6 @@ static void comm_free(gc_comm_t comm) {
   free(comm);
 }
 
-/* Which of the n `words` the knob `id` (environment variable `env`) holds, as its index; any other
- * value is refused with the words it takes. */
-static gc_result_t param_word(gc__param_t id, const char *env, const char *const words[], int n, int *index) {
-  const char *v = gc__param_str(id);
-  for (*index = 0; *index < n; ++*index)
-    if (strcmp(v, words[*index]) == 0) return GC_SUCCESS;
-  char list[128] = "";
-  for (int i = 0; i < n; i++)
-    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
-             words[i]);
-  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s: use %s", env, v, list);
-}
-
 static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
   GC_CHECK(gc__boot_init(comm, user, cfg));
   gc__log_rank = comm->rank;
@@ -145,7 +132,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
   /* auto, 0, 1 -> -1, 0, 1 */
   static const char *const auto_off_on[] = {"auto", "0", "1"};
-  GC_CHECK(param_word(GC_PARAM_PDL, "GC_PDL", auto_off_on, 3, &comm->pdl)); /* auto: decided with the device */
+  GC_CHECK(gc__param_word(GC_PARAM_PDL, auto_off_on, 3, &comm->pdl)); /* auto: decided with the device */
   comm->pdl--;
   comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
   int64_t ll_threads = gc__param_int(GC_PARAM_LL_THREADS);
@@ -153,10 +140,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->ll_threads = (int)(ll_threads / 32 * 32);
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
-  GC_CHECK(param_word(GC_PARAM_PUSH_CONTROL, "GC_PUSH_CONTROL", auto_off_on, 3, &comm->push_control));
+  GC_CHECK(gc__param_word(GC_PARAM_PUSH_CONTROL, auto_off_on, 3, &comm->push_control));
   comm->push_control--;
   static const char *const ce_forms[] = {"auto", "copies", "reads", "writes"}; /* GC_CE_AR_* order */
-  GC_CHECK(param_word(GC_PARAM_CE_ALLREDUCE, "GC_CE_ALLREDUCE", ce_forms, 4, &comm->ce_allreduce));
+  GC_CHECK(gc__param_word(GC_PARAM_CE_ALLREDUCE, ce_forms, 4, &comm->ce_allreduce));
   int64_t ce_chunks = gc__param_int(GC_PARAM_CE_CHUNKS);
   if (ce_chunks < 1 || ce_chunks > GC_CE_MAX_CHUNKS)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 1 to %d", (long long)ce_chunks,

@@ -45,6 +45,9 @@ typedef enum gc__param {
 
 GC_HIDDEN const char *gc__param_str(gc__param_t id);   /* value in force (env or default) */
 GC_HIDDEN int64_t gc__param_int(gc__param_t id);       /* the same parsed as an integer */
+/* A knob that takes one of n words: its index in *index, or GC_ERR_INVALID_ARGUMENT naming the
+ * variable and the words it takes. */
+GC_HIDDEN gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int *index);
 
 /* ---------------------------------------------------------------------------------------------
  * Logging (log.c): GC_DEBUG level and GC_DEBUG_SUBSYS mask, tested before any formatting.

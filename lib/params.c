@@ -35,6 +35,17 @@ const char *gc__param_str(gc__param_t id) {
   return (id >= 0 && id < GC_NUM_PARAMS) ? values[id] : "";
 }
 
+gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int *index) {
+  const char *v = gc__param_str(id);
+  for (*index = 0; *index < n; ++*index)
+    if (strcmp(v, words[*index]) == 0) return GC_SUCCESS;
+  char list[128] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+             words[i]);
+  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s: use %s", rows[id].env, v, list);
+}
+
 int64_t gc__param_int(gc__param_t id) {
   const char *s = gc__param_str(id);
   char *end = NULL;
