@@ -288,6 +288,14 @@ typedef struct {
   size_t *off, *len; /* one per rank of the communicator */
 } split_t;
 
+/* Whether every part starts on a 16-byte boundary of the input (the offsets are the same on
+ * every rank, so is the answer). */
+static int parts_on_packs(const split_t *sp, int n, size_t es) {
+  for (int r = 0; r < n; r++)
+    if ((sp->off[r] * es) % 16 != 0) return 0;
+  return 1;
+}
+
 static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *recv, const split_t *sp,
                                      gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, gc__plan_t *plan,
                                      cudaStream_t stream) {
@@ -308,10 +316,8 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
   /* From gc_mem_alloc the table takes the kernel by writes where it was measured faster, with
    * parts on 16-byte boundaries; off them the read kernel is faster (4 GPUs, 1 GB - 16 bytes, run
    * 93: by writes 2600.9 us out of place and 3117.3 in place against 2454.8 / 2452.0; on whole
-   * packs 2410.9 / 2394.3 against 2456.1 / 2450.8). The offsets are the same on every rank. */
-  int packed_parts = 1;
-  for (int r = 0; r < n; r++) packed_parts &= (sp->off[r] * es) % 16 == 0;
-  if (in_zero && plan->algo == GC_ALGO_TWOSHOT_PUSH && plan->from_table && !packed_parts)
+   * packs 2410.9 / 2394.3 against 2456.1 / 2450.8). */
+  if (in_zero && plan->algo == GC_ALGO_TWOSHOT_PUSH && plan->from_table && !parts_on_packs(sp, n, es))
     plan->algo = GC_ALGO_ONESHOT;
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) { /* by writes: contiguous parts, any pointers */
     const char *why = sp->axis == 1             ? "contiguous parts (axis 0 or 1-D)"
