@@ -168,12 +168,13 @@ struct Ce {
 
 // Pacing: flags[g][s] on GPU g holds the last step GPU s reported done. A one-thread-per-peer
 // kernel between two copies reports this GPU's last step to every peer, then waits for `from`'s
-// report of the same step (from < 0: every peer's: a barrier). Steps count up over the whole run.
+// report of the same step (from < 0: every peer's: a barrier). Steps count up over the whole run:
+// every GPU numbers a paced iteration's steps from the same base, advanced once per iteration.
 struct Flags {
   int *at[kMaxGpus];
 };
 static Flags flags;
-static int pace_step;  // the step each GPU's copies have reached as they are enqueued (the same on all)
+static int pace_base;  // the current paced iteration's first step
 
 __global__ void pace(Flags f, int me, int n, int step, int from) {
   const int t = threadIdx.x;
@@ -191,6 +192,7 @@ __global__ void pace(Flags f, int me, int n, int step, int from) {
 // pushed into peer p's dst at region d, or pulled from peer p's src region d into our region p.
 static void enqueue_copies(int d, const Ce &ce, bool ring) {
   if (ce.solo && d != 0) return;
+  int step = pace_base;  // paced: the step each copy waits for
   Gpu &g = gpus[d];
   int list[kMaxGpus];  // peer d+1, d+2, ... (in turn, the GPUs form a permutation at every step)
   const int c = ring ? 1 : ngpu - 1;
@@ -218,7 +220,7 @@ static void enqueue_copies(int d, const Ce &ce, bool ring) {
     for (size_t off = 0; off < region_bytes; off += piece)
       for (int i = 0; i < c; i++) {
         if (ce.paced && prev >= 0) {  // the GPU that sent to list[i] in the last step: d + (i + 1) - prev
-          pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, ++pace_step, (d + i + 1 - prev + ngpu) % ngpu);
+          pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, ++step, (d + i + 1 - prev + ngpu) % ngpu);
           CHECK(cudaGetLastError());
         }
         prev = i + 1;
@@ -270,20 +272,18 @@ static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool b
     }
   float best = 1e30f;
   for (int it = -1; it < iters; it++) {  // it = -1: warm-up
+    if (ce.paced) pace_base += 1 << 16;  // more than an iteration's steps
     for (int d = 0; d < ngpu; d++) {
       CHECK(cudaSetDevice(d));
       Gpu &g = gpus[d];
-      if (ce.paced) {  // every GPU starts together; each GPU's steps continue from the same count
-        if (d == 0) pace_step += 1 << 16;
-        pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, pace_step, -1);
+      if (ce.paced) {  // every GPU starts together
+        pace<<<1, kMaxGpus, 0, g.stream[0]>>>(flags, d, ngpu, pace_base, -1);
         CHECK(cudaGetLastError());
       }
-      const int steps_from = pace_step;
       CHECK(cudaEventRecord(g.start, g.stream[0]));
       if (ce.mode != CE_NO) {
         if (ce.graph) CHECK(cudaGraphLaunch(graphs[d], g.stream[0]));
         else enqueue_copies(d, ce, ring);
-        if (d + 1 < ngpu) pace_step = steps_from;  // the next GPU counts the same steps
       } else if (bulk) {  // unroll = stages
         const size_t smem = (size_t)unroll * kChunk;
         if (write) bulk_move<true><<<blocks, kThreads, smem, g.stream[0]>>>(P[d], region_bytes / 16, unroll);
