@@ -101,7 +101,8 @@ static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_opt
 }
 
 /* The copy-engine path and the broadcast by writes write into peers' outputs, so they need an
- * output from gc_mem_alloc and 2+ GPUs. When plan->algo cannot run, a call that asked for it
+ * output from gc_mem_alloc (the copy-engine path also takes others through staging where staged()
+ * says so) and 2+ GPUs. When plan->algo cannot run, a call that asked for it
  * fails; the dispatch table's choice falls back to `instead` (plan->algo is changed, and the
  * kernel path below takes the call). */
 static gc_result_t usable_or(gc_comm_t comm, const gc_options_t *o, int usable, const char *why, gc_algo_t instead,
@@ -126,6 +127,12 @@ static size_t bywrites_slot(gc_comm_t comm) {
   size_t rows = (size_t)GC_BYWRITES_SLOTS * GC_BYWRITES_STREAMS * (size_t)(comm->local_size - 1);
   return comm->local_size < 2 ? 0 : (staging_half(comm) / rows) & ~(size_t)15;
 }
+
+/* Outputs not from gc_mem_alloc on the copy-engine path go through staging (gc__ce_gather_staged)
+ * where that was measured faster: 2 GPUs (run 96 against run 97, --eager, NOTES.md "Plain
+ * buffers"). Elsewhere the table's copy-engine choice falls back to the kernels, unless the
+ * algorithm was asked for. */
+static int staged(gc_comm_t comm, const gc__plan_t *plan) { return comm->local_size == 2 || !plan->from_table; }
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
  * pieces of about (largest part) / streams bytes from 4 KB up to the inbox slot (32 KB with the
@@ -216,6 +223,11 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
      * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
+    if (!out_ok && comm->local_size >= 2 && staged(comm, plan)) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+      int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
+      return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
+    }
     GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
                        GC_ALGO_TWOSHOT_PUSH, plan));
@@ -406,6 +418,14 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
+    if (!sym && n >= 2 && staged(comm, plan)) {
+      size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
+      for (int r = 0; r < n; r++) {
+        off[r] = r * count * es;
+        len[r] = count * es;
+      }
+      return gc__ce_gather_staged(comm, &a.peers, (1u << n) - 1, send, recv, off, len, stream);
+    }
     GC_CHECK(usable_or(comm, o, sym, "recvbuf from gc_mem_alloc", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
@@ -464,6 +484,12 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
+    if (!zero && n >= 2 && staged(comm, plan)) {
+      gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+      size_t off[GC_MAX_LOCAL_RANKS] = {0}, len[GC_MAX_LOCAL_RANKS] = {0};
+      len[root] = count * es;
+      return gc__ce_gather_staged(comm, &a.peers, 1u << root, me == root ? send : NULL, recv, off, len, stream);
+    }
     GC_CHECK(usable_or(comm, o, zero, "recvbuf from gc_mem_alloc", n > 2 ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);

@@ -84,23 +84,23 @@ static gc_result_t end(gc_comm_t comm, const gc_kpeers_t *peers, int final_barri
   return GC_SUCCESS;
 }
 
-/* Inbox layout in every rank's staging area: NB buffers of n rows (one per source rank) of
- * `row` bytes. The row is at most 16 MB (copies that size run at full speed) and a multiple of
- * 4 KB, so every row starts aligned for any dtype. */
+/* Inbox layout in every rank's staging area: NB buffers of `rows` rows (the reduce-scatter: one
+ * per source rank) of `row` bytes. The row is at most 16 MB (copies that size run at full speed)
+ * and a multiple of 4 KB, so every row starts aligned for any dtype. */
 typedef struct {
-  int nb;
+  int nb, rows;
   size_t row;
 } inbox_t;
 
-static inbox_t inbox_layout(gc_comm_t comm, int nb) {
-  inbox_t ib = {nb, comm->tp.staging_bytes / ((size_t)nb * comm->local_size)};
+static inbox_t inbox_layout(gc_comm_t comm, int nb, int rows) {
+  inbox_t ib = {nb, rows, comm->tp.staging_bytes / ((size_t)nb * rows)};
   if (ib.row > ((size_t)16 << 20)) ib.row = (size_t)16 << 20;
   ib.row &= ~(size_t)4095;
   return ib;
 }
 
-static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk, int src) {
-  return comm->tp.staging[rank] + ((chunk % ib->nb) * comm->local_size + src) * ib->row;
+static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk, int row) {
+  return comm->tp.staging[rank] + ((chunk % ib->nb) * ib->rows + row) * ib->row;
 }
 
 static int ring_event(int base, size_t c) { return base + (int)(c % GC_CE_RING); }
@@ -228,7 +228,7 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
                                  const size_t *off, const size_t *len, size_t es, size_t os, const void *add,
                                  cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
-  const inbox_t ib = inbox_layout(comm, 3);
+  const inbox_t ib = inbox_layout(comm, 3, n);
   size_t maxlen = 0;
   for (int r = 0; r < n; r++) maxlen = len[r] > maxlen ? len[r] : maxlen;
   const size_t chunk = ib.row / es, chunks = (maxlen + chunk - 1) / chunk;
@@ -301,4 +301,104 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
     }
   }
   return end(comm, peers, 1, stream);
+}
+
+/* Bytes of a part of len bytes in the chunk that starts at c0 (chunks of `row`). */
+static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (len - c0 < row ? len - c0 : row) : 0; }
+
+/* Gathers into outputs peers cannot write (not from gc_mem_alloc) through every rank's staging
+ * area: the all-gather, the broadcast and the staged all-reduce's second half. Every rank in the
+ * bit mask `sources` sends bytes [0, len[p]) of its `src`; every rank gets them at out + off[p]
+ * (ours too, copied locally unless src is there already). In chunks of one staging row; per
+ * chunk c:
+ *   copy stream:    each source copies its piece into row k of buffer c % NB of every other rank,
+ *                   to the peers in turn from the next rank (k: the source's place among that
+ *                   rank's other sources, counted from the next rank);
+ *   compute stream: a barrier, where every piece of chunk c has arrived, then the rows are copied
+ *                   into the output (local).
+ * A source writes buffer c % NB again, for chunk c + NB, only after passing barrier c + 1, which
+ * every rank reaches once it has copied out chunk c. With NB = 3 a source's next copy waits for
+ * a barrier two chunks back, so its copy engine always has the next copy queued. */
+#define STAGED_NB 3
+
+/* Source p's row in rank q's staging buffers: how many of q's other sources come before it,
+ * counting from q + 1. */
+static int row_of(int n, unsigned sources, int p, int q) {
+  int row = 0;
+  for (int r = (q + 1) % n; r != p; r = (r + 1) % n) row += sources >> r & 1u;
+  return row;
+}
+gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsigned sources, const void *src,
+                                 void *out, const size_t *off, const size_t *len, cudaStream_t stream) {
+  _Static_assert(STAGED_NB <= GC_CE_RING, "a barrier's event is waited for STAGED_NB - 1 chunks after it");
+  const int n = comm->local_size, me = comm->local_rank;
+  int count = 0;
+  size_t most = 0;
+  for (int p = 0; p < n; p++)
+    if (sources >> p & 1u) {
+      count++;
+      most = len[p] > most ? len[p] : most;
+    }
+  const inbox_t ib = inbox_layout(comm, STAGED_NB, count < n ? count : n - 1);
+  if (ib.row < 4096)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a staging area of %zu bytes is too small for the staged copy-engine "
+                                             "path (GC_STAGING_BYTES)", comm->tp.staging_bytes);
+  char *const dst = out;
+  const char *from = src;
+  const int sending = sources >> me & 1u;
+  const size_t chunks = (most + ib.row - 1) / ib.row;
+  GC_CHECK(begin(comm, peers, stream));
+  for (size_t c = 0; c < chunks; c++) {
+    const size_t c0 = c * ib.row;
+    if (sending) {
+      if (c >= STAGED_NB)
+        GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy,
+                                                comm->ce_events[ring_event(EV_REDUCED, c - STAGED_NB + 1)], 0));
+      const size_t w = in_chunk(len[me], c0, ib.row);
+      for (int k = 1; k < n; k++) {
+        int q = (me + k) % n;
+        GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, row_of(n, sources, me, q)), from + c0, w, comm->ce_copy));
+      }
+      GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
+    }
+    GC_CHECK(barrier(comm, peers, comm->ce_compute));
+    GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
+    for (int k = 1; k < n; k++) {
+      int p = (me + k) % n;
+      if (sources >> p & 1u)
+        GC_CHECK(copy(comm, dst + off[p] + c0, inbox_row(comm, &ib, me, c, row_of(n, sources, p, me)),
+                      in_chunk(len[p], c0, ib.row), comm->ce_compute));
+    }
+    if (sending) GC_CHECK(copy(comm, dst + off[me] + c0, from + c0, in_chunk(len[me], c0, ib.row), comm->ce_compute));
+  }
+  return end(comm, peers, 1, stream);
+}
+
+/* All-reduce into an output peers cannot write: every rank reduces its slice into its own output
+ * (the reduce-scatter by writes, or with by_copies the copy-engine reduce-scatter above), then the
+ * slices go out through staging (gc__ce_gather_staged). Any input; in place too: the
+ * reduce-scatter has sent every part of our input before the gather writes over it. */
+gc_result_t gc__ce_allreduce_staged(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,
+                                    size_t count, size_t es, size_t os, const void *add, int by_copies,
+                                    cudaStream_t stream) {
+  const int n = comm->local_size, me = comm->local_rank;
+  size_t p0[GC_MAX_LOCAL_RANKS], pn[GC_MAX_LOCAL_RANKS], off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
+  for (int p = 0; p < n; p++) {
+    slice(count, n, p, &p0[p], &pn[p]);
+    off[p] = p0[p] * os;
+    len[p] = pn[p] * os;
+  }
+  char *mine = (char *)recv + off[me];
+  const char *plus = add ? (const char *)add + p0[me] * es : NULL;
+  if (by_copies) {
+    GC_CHECK(gc__ce_reducescatter(comm, base, send, mine, p0, pn, es, os, plus, stream));
+  } else {
+    gc_kargs_t a = *base;
+    a.send = send;
+    a.recv = mine;
+    a.ep.add = plus;
+    for (int p = 0; p < n; p++) a.region[p] = (gc_kregion_t){1, pn[p], p0[p], 0, 0};
+    GC_CHECK(gc__reducescatter_bywrites(comm, &a, es, stream));
+  }
+  return gc__ce_gather_staged(comm, &base->peers, (1u << n) - 1, mine, recv, off, len, stream);
 }

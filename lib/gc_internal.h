@@ -258,6 +258,17 @@ GC_HIDDEN gc_result_t gc__ce_allgather(gc_comm_t comm, const struct gc_kpeers *p
                                        void *const recv_peers[], size_t part, cudaStream_t stream);
 GC_HIDDEN gc_result_t gc__ce_broadcast(gc_comm_t comm, const struct gc_kpeers *peers, const void *send,
                                        void *const recv_peers[], size_t bytes, int root, cudaStream_t stream);
+/* Outputs not from gc_mem_alloc, through every rank's staging area in chunks (copyengine.c):
+ * the ranks in the bit mask `sources` send bytes [0, len[p]) of their src to every rank's
+ * out + off[p] (byte offsets). */
+GC_HIDDEN gc_result_t gc__ce_gather_staged(gc_comm_t comm, const struct gc_kpeers *peers, unsigned sources,
+                                           const void *src, void *out, const size_t *off, const size_t *len,
+                                           cudaStream_t stream);
+/* The all-reduce into such an output: the reduce-scatter by writes (by_copies: the copy-engine
+ * reduce-scatter) into our slice, then the staged gather. */
+GC_HIDDEN gc_result_t gc__ce_allreduce_staged(gc_comm_t comm, const struct gc_kargs *base, const void *send,
+                                              void *recv, size_t count, size_t es, size_t os, const void *add,
+                                              int by_copies, cudaStream_t stream);
 
 /* bootstrap.c: the MPI control plane. */
 GC_HIDDEN gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg);

@@ -39,7 +39,13 @@ static void check_allreduce(gc_comm_t comm, const char *what, void *send, void *
   gc_dtype_t out_dtype = o.out_dtype == GC_DTYPE_SAME ? dtype : o.out_dtype;
   size_t os = gc_dtype_size(out_dtype);
   gc_test_fill(send, count, dtype, gc_test_rank, salt);
-  if (send != recv) gc_test_poison(recv, count * os);
+  void *add_host = NULL; /* read before the call: the add vector may be recv (a residual in place) */
+  if (o.add) {
+    add_host = malloc(count * gc_dtype_size(dtype));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(add_host);
+    gc_test_download(add_host, o.add, count * gc_dtype_size(dtype));
+  }
+  if (send != recv && o.add != recv) gc_test_poison(recv, count * os);
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(comm, &stream));
   GC_TEST_OK(gc_allreduce_ex(send, recv, count, dtype, op, comm, stream, &o));
@@ -51,12 +57,7 @@ static void check_allreduce(gc_comm_t comm, const char *what, void *send, void *
   gc_test_red_init(&R, dtype, op, salt);
   R.out_dtype = out_dtype;
   R.scale = o.scale;
-  void *add_host = NULL;
-  if (o.add) {
-    add_host = malloc(count * gc_dtype_size(dtype));
-    gc_test_download(add_host, o.add, count * gc_dtype_size(dtype));
-    R.add = add_host;
-  }
+  R.add = add_host;
   size_t bad = gc_test_check_red(what, &R, host, count, count > (1u << 22) ? 97 : 1);
   CU_ASSERT_EQUAL(bad, 0);
   CU_ASSERT(gc_test_same_on_all_ranks(host, count * os));
@@ -388,11 +389,11 @@ static void test_ll_allreduce(void) {
   gc_test_free(add);
 }
 
-/* The copy-engine all-reduce on symmetric buffers: dtypes, ops, in place, unaligned offsets,
- * counts with and without a tail past the last whole 16 n, fused epilogues with and without a
- * cast, a 1 MB staging area, graph capture and replay; and a clear refusal when the output is not
- * symmetric. At these sizes the reduce half is by reads unless GC_CE_ALLREDUCE names another (the
- * gpu_*_ce_* tests: by copies out of place, by writes). */
+/* The copy-engine all-reduce: dtypes, ops, in place, unaligned offsets, counts with and without
+ * a tail past the last whole 16 n, fused epilogues with and without a cast, a 1 MB staging area,
+ * graph capture and replay; on symmetric outputs and, staged, on outputs peers cannot write. At
+ * these sizes the reduce half is by reads (symmetric) or by writes (staged) unless
+ * GC_CE_ALLREDUCE names another (the gpu_*_ce_* tests: by copies, by writes). */
 static void test_copyengine_allreduce(void) {
   if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
   gc_comm_t small = NULL;
@@ -423,12 +424,29 @@ static void test_copyengine_allreduce(void) {
     void *eager = gc_test_alloc(n * 2); /* an input peers cannot read: copied into the output first */
     check_allreduce(c, "copyengine bf16 from a plain input", eager, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
     check_allreduce(c, "copyengine f16 odd count from a plain input", eager, b, 1000001, GC_FLOAT16, GC_SUM, &o, salt++);
+    /* An output peers cannot write: through staging (gc__ce_allreduce_staged), in chunks of a
+     * staging row (about 340 KB with the 1 MB area: many chunks through all three buffers). */
+    void *plain = gc_test_alloc(n * 4);
+    check_allreduce(c, "copyengine staged bf16", eager, plain, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine staged f32 in place", plain, plain, n, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine staged i32 avg, symmetric input", a, plain, 1000003, GC_INT32, GC_AVG, &o, salt++);
+    check_allreduce(c, "copyengine staged f64 max", eager, plain, 7, GC_FLOAT64, GC_MAX, &o, salt++);
+    check_allreduce(c, "copyengine staged u8 min, 1 element", eager, plain, 1, GC_UINT8, GC_MIN, &o, salt++);
+    check_allreduce(c, "copyengine staged unaligned f16", (char *)eager + 2, (char *)plain + 6, n - 16, GC_FLOAT16,
+                    GC_SUM, &o, salt++);
     gc_test_free(eager);
     o.scale = 0.5;
     o.add = add;
     check_allreduce(c, "copyengine bf16 scale+add", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine staged bf16 scale+add", a, plain, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    gc_test_fill(plain, n, GC_BFLOAT16, -1, 898); /* a residual added in place: add == recv, plain */
+    o.add = plain;
+    check_allreduce(c, "copyengine staged bf16 residual in place", b, plain, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    o.add = add;
     o.out_dtype = GC_FP8_E4M3;
     check_allreduce(c, "copyengine bf16 scale+add -> fp8", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    check_allreduce(c, "copyengine staged bf16 scale+add -> fp8", a, plain, n, GC_BFLOAT16, GC_SUM, &o, salt++);
+    gc_test_free(plain);
     GC_TEST_OK(gc_mem_free(c, a));
     GC_TEST_OK(gc_mem_free(c, b));
   }
@@ -451,28 +469,36 @@ static void test_copyengine_allreduce(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   for (int replay = 0; replay < 3; replay++)
     CU_ASSERT_EQUAL(replay_allreduce(exec, stream, a, b, m, m * 2, 950 + replay, 97, "copyengine graph replay", h), 0);
-  free(h);
   gc_test_graph_destroy(exec);
 
-  /* An output peers cannot write: refused when asked for by name. */
-  void *plain = gc_test_alloc(m * 2);
-  CU_ASSERT_EQUAL(gc_allreduce_ex(a, plain, m, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
-  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
-  gc_test_free(plain);
+  /* The staged form (plain input and output) captured and replayed the same way. */
+  void *pin = gc_test_alloc(m * 2), *pout = gc_test_alloc(m * 2);
+  capture_ok = gc_test_capture(stream, 1, NULL) == 0;
+  r = gc_allreduce_ex(pin, pout, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
+  CU_ASSERT_EQUAL(r, GC_SUCCESS);
+  CU_ASSERT_FATAL(gc_test_all(capture_ok && r == GC_SUCCESS));
+  for (int replay = 0; replay < 3; replay++)
+    CU_ASSERT_EQUAL(replay_allreduce(exec, stream, pin, pout, m, m * 2, 960 + replay, 97, "staged graph replay", h), 0);
+  gc_test_graph_destroy(exec);
+  free(h);
+  gc_test_free(pin);
+  gc_test_free(pout);
   gc_test_free(add);
   GC_TEST_OK(gc_mem_free(gc_test_comm, a));
   GC_TEST_OK(gc_mem_free(gc_test_comm, b));
 }
 
 /* Calls of every kind queued back to back with no synchronisation: reduce-scatter by writes keeps
- * its inboxes in the staging area that the two-shot by writes, the copy-engine reduce-scatter and
- * the copy-ins use too, and its signal values run on from call to call. All bf16 sums, each call
+ * its inboxes in the staging area that the two-shot by writes, the copy-engine reduce-scatter, the
+ * staged copy-engine all-reduce and the copy-ins use too, and its signal values run on from call
+ * to call. All bf16 sums, each call
  * on its own slice of the buffers, checked after one synchronisation; then an all-reduce and a
  * reduce-scatter by writes captured in a graph and replayed. */
 enum { Q_AR_SYM, Q_AR_EAGER, Q_RS };
 static void test_bywrites_queued(void) {
   if (!gc_test_peer_gpus("queued calls by writes", 2)) return;
-  enum { QUEUED = 11 };
+  enum { QUEUED = 13 };
   static const struct {
     int kind;
     size_t count; /* all-reduce: elements; reduce-scatter: recvcount */
@@ -481,8 +507,9 @@ static void test_bywrites_queued(void) {
                  {Q_AR_EAGER, 2000003, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_SYM, 5, GC_ALGO_TWOSHOT_PUSH},
                  {Q_AR_EAGER, 300001, GC_ALGO_ONESHOT}, {Q_RS, 77, GC_ALGO_TWOSHOT_PUSH},
                  {Q_AR_SYM, 2500007, GC_ALGO_COPYENGINE}, {Q_RS, 500001, GC_ALGO_COPYENGINE},
-                 {Q_AR_SYM, 1048576, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT},
-                 {Q_RS, 700001, GC_ALGO_TWOSHOT_PUSH}};
+                 {Q_AR_EAGER, 3000017, GC_ALGO_COPYENGINE}, {Q_AR_SYM, 1048576, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT}, {Q_RS, 700001, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_EAGER, 999999, GC_ALGO_COPYENGINE}};
   const int n = gc_test_size, me = gc_test_rank;
   const size_t m = 2097169; /* the captured all-reduce's count, below */
   /* Elements per call's slice: the largest input (a reduce-scatter's is n x its count; a fixed
