@@ -1,6 +1,6 @@
 // util.cu — device helpers of the library: the random fill behind gc_fill_random, the
-// stand-alone epilogue the MPI path uses on device data, and the lone barrier that orders the
-// copy-engine collectives' steps across GPUs.
+// stand-alone epilogue the MPI path uses on device data, the lone barrier that orders the
+// copy-engine collectives' steps across GPUs, and the local copy of their staged path.
 #include "common.cuh"
 #include "gc_rng.h"
 
@@ -67,6 +67,9 @@ static cudaLaunchConfig_t elementwise_config(size_t count, cudaStream_t s) {
   return cfg;
 }
 
+// A local copy by the SMs (copy_bytes: any alignment on either side).
+__global__ void GC_LAUNCH_BOUNDS copy_kernel(void *dst, const void *src, size_t bytes) { copy_bytes(dst, src, bytes); }
+
 }  // namespace gc
 
 extern "C" int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t s) {
@@ -86,4 +89,15 @@ extern "C" int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t s) {
   cfg.blockDim = dim3(32);
   cfg.stream = s;
   return cudaLaunchKernelEx(&cfg, gc::barrier_kernel, *peers);
+}
+
+extern "C" int gc_kernel_copy(void *dst, const void *src, size_t bytes, cudaStream_t s) {
+  if (bytes == 0 || dst == src) return cudaSuccess;
+  // Four 16-byte units per thread and pass; at most GC_KMAX_BLOCKS / 2 blocks.
+  size_t blocks = (bytes + (size_t)GC_KTHREADS * 64 - 1) / ((size_t)GC_KTHREADS * 64);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks > GC_KMAX_BLOCKS / 2 ? GC_KMAX_BLOCKS / 2 : (unsigned)blocks);
+  cfg.blockDim = dim3(GC_KTHREADS);
+  cfg.stream = s;
+  return cudaLaunchKernelEx(&cfg, gc::copy_kernel, dst, src, bytes);
 }

@@ -303,6 +303,11 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
   return end(comm, peers, 1, stream);
 }
 
+/* A copy within this GPU by the SMs, leaving the copy engine to the copies to peers. */
+static gc_result_t local_copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
+  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, s), "local copy");
+}
+
 /* Bytes of a part of len bytes in the chunk that starts at c0 (chunks of `row`). */
 static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (len - c0 < row ? len - c0 : row) : 0; }
 
@@ -315,7 +320,8 @@ static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (l
  *                   to the peers in turn from the next rank (k: the source's place among that
  *                   rank's other sources, counted from the next rank);
  *   compute stream: a barrier, where every piece of chunk c has arrived, then the rows are copied
- *                   into the output (local).
+ *                   into the output by the SMs (local; on the copy engine these copies queued
+ *                   behind the copies to peers: run 97, NOTES.md "Plain buffers").
  * A source writes buffer c % NB again, for chunk c + NB, only after passing barrier c + 1, which
  * every rank reaches once it has copied out chunk c. With NB = 3 a source's next copy waits for
  * a barrier two chunks back, so its copy engine always has the next copy queued. */
@@ -366,10 +372,11 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
     for (int k = 1; k < n; k++) {
       int p = (me + k) % n;
       if (sources >> p & 1u)
-        GC_CHECK(copy(comm, dst + off[p] + c0, inbox_row(comm, &ib, me, c, row_of(n, sources, p, me)),
-                      in_chunk(len[p], c0, ib.row), comm->ce_compute));
+        GC_CHECK(local_copy(comm, dst + off[p] + c0, inbox_row(comm, &ib, me, c, row_of(n, sources, p, me)),
+                            in_chunk(len[p], c0, ib.row), comm->ce_compute));
     }
-    if (sending) GC_CHECK(copy(comm, dst + off[me] + c0, from + c0, in_chunk(len[me], c0, ib.row), comm->ce_compute));
+    if (sending)
+      GC_CHECK(local_copy(comm, dst + off[me] + c0, from + c0, in_chunk(len[me], c0, ib.row), comm->ce_compute));
   }
   return end(comm, peers, 1, stream);
 }
