@@ -136,10 +136,9 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 /* Every rank's stream meets here (one block): what each stream did before is visible after. */
 int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t stream);
 
-/* A local copy of bytes from src to dst (same GPU, any alignment) by the SMs: the staged
- * copy-engine path's copies out of staging, which on the copy engines queued behind its copies to
- * peers (run 97). */
-int gc_kernel_copy(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+/* A local copy of bytes from src to dst (same GPU, any alignment) by at most max_blocks blocks:
+ * the staged copy-engine path's copies out of staging. */
+int gc_kernel_copy(void *dst, const void *src, size_t bytes, int max_blocks, cudaStream_t stream);
 
 /* Device helpers used by the library. */
 int gc_kernel_fill_random(void *buf, size_t count, int dtype, uint64_t seed, cudaStream_t stream);

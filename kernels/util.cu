@@ -91,12 +91,12 @@ extern "C" int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t s) {
   return cudaLaunchKernelEx(&cfg, gc::barrier_kernel, *peers);
 }
 
-extern "C" int gc_kernel_copy(void *dst, const void *src, size_t bytes, cudaStream_t s) {
+extern "C" int gc_kernel_copy(void *dst, const void *src, size_t bytes, int max_blocks, cudaStream_t s) {
   if (bytes == 0 || dst == src) return cudaSuccess;
-  // Four 16-byte units per thread and pass; at most GC_KMAX_BLOCKS / 2 blocks.
+  // Four 16-byte units per thread and pass, at most max_blocks blocks.
   size_t blocks = (bytes + (size_t)GC_KTHREADS * 64 - 1) / ((size_t)GC_KTHREADS * 64);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks > GC_KMAX_BLOCKS / 2 ? GC_KMAX_BLOCKS / 2 : (unsigned)blocks);
+  cfg.gridDim = dim3(blocks > (size_t)max_blocks ? (unsigned)max_blocks : (unsigned)blocks);
   cfg.blockDim = dim3(GC_KTHREADS);
   cfg.stream = s;
   return cudaLaunchKernelEx(&cfg, gc::copy_kernel, dst, src, bytes);

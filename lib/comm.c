@@ -149,6 +149,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 1 to %d", (long long)ce_chunks,
                    GC_CE_MAX_CHUNKS);
   comm->ce_chunks = (int)ce_chunks;
+  int64_t staged_blocks = gc__param_int(GC_PARAM_STAGED_BLOCKS);
+  if (staged_blocks < 1 || staged_blocks > 128)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_STAGED_BLOCKS=%lld: use 1 to 128", (long long)staged_blocks);
+  comm->staged_blocks = (int)staged_blocks;
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),
