@@ -129,10 +129,18 @@ static size_t bywrites_slot(gc_comm_t comm) {
 }
 
 /* Outputs not from gc_mem_alloc on the copy-engine path go through staging (gc__ce_gather_staged)
- * where that was measured faster: 2 GPUs (run 96 against run 97, --eager, NOTES.md "Plain
- * buffers"). Elsewhere the table's copy-engine choice falls back to the kernels, unless the
- * algorithm was asked for. */
-static int staged(gc_comm_t comm, const gc__plan_t *plan) { return comm->local_size == 2 || !plan->from_table; }
+ * when the algorithm was asked for, and from the table only where that was measured faster: the
+ * all-reduce and the all-gather on 2 GPUs past 128 MB. 2 x H200, bf16, --eager, each forced, us
+ * (run 98, bench/results/plain-h200x2/): all-reduce 508.4 / 1016.0 by the two-shot by writes at
+ * 128 / 256 MB against 514.3 / 961.5 staged; all-gather out of place / in place 275.8 / 275.5
+ * and 550.4 / 550.1 by the one-shot against 290.7 / 267.0 and 552.3 / 516.4; at 1 GB (matrices,
+ * runs 96 and 98) 4059.8 against 3622.7 and 2200.2 / 2202.5 against 2051.1 / 1934.0. The
+ * broadcast stays on the kernels: staged it won only in place (1 GB 2993.0 against 3598.5; out of
+ * place 3694.4), which ranks other than root cannot see. 3+ GPUs: not measured. */
+static int staged(gc_comm_t comm, const gc__plan_t *plan, gc__coll_t coll, size_t bytes) {
+  if (!plan->from_table) return 1;
+  return comm->local_size == 2 && coll != GC_COLL_BROADCAST && bytes > ((size_t)128 << 20);
+}
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
  * pieces of about (largest part) / streams bytes from 4 KB up to the inbox slot (32 KB with the
@@ -223,7 +231,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
      * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    if (!out_ok && comm->local_size >= 2 && staged(comm, plan)) {
+    if (!out_ok && comm->local_size >= 2 && staged(comm, plan, GC_COLL_ALLREDUCE, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
       return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
@@ -418,7 +426,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    if (!sym && n >= 2 && staged(comm, plan)) {
+    if (!sym && n >= 2 && staged(comm, plan, GC_COLL_ALLGATHER, n * count * es)) {
       size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
       for (int r = 0; r < n; r++) {
         off[r] = r * count * es;
@@ -484,7 +492,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    if (!zero && n >= 2 && staged(comm, plan)) {
+    if (!zero && n >= 2 && staged(comm, plan, GC_COLL_BROADCAST, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       size_t off[GC_MAX_LOCAL_RANKS] = {0}, len[GC_MAX_LOCAL_RANKS] = {0};
       len[root] = count * es;

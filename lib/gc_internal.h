@@ -31,7 +31,7 @@
   XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "reduce-scatter by writes: a control warp signals (1), the block (0), auto (3-4 GPUs)") \
   XX(CE_ALLREDUCE, "GC_CE_ALLREDUCE", "auto", "copy-engine all-reduce's reduce half: copies, reads, writes or auto") \
   XX(CE_CHUNKS, "GC_CE_CHUNKS", "2", "copy-engine all-reduce by copies: pipeline stages, 1-8") \
-  XX(STAGED_BLOCKS, "GC_STAGED_BLOCKS", "16", "staged copy-engine path: blocks of its copies out of staging, 1-128") \
+  XX(STAGED_BLOCKS, "GC_STAGED_BLOCKS", "128", "staged copy-engine path: blocks of its copies out of staging, 1-128") \
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
