@@ -18,7 +18,10 @@
  * kernel, whose first barrier is where every row has arrived. Buffer c % NB is written again only
  * after this rank's reduction of chunk c - NB + 1 passed that barrier, which every peer reaches
  * only once its reduction of chunk c - NB (the buffer's last reader) is done. An entry barrier
- * keeps a call's copies out of buffers and outputs a peer still uses. */
+ * keeps a call's copies out of buffers and outputs a peer still uses.
+ *
+ * Outputs not from gc_mem_alloc take the staged forms at the end of this file: the copies go into
+ * peers' staging areas, and each rank's SMs copy them out. */
 #include "gc_internal.h"
 #include "kernels.h"
 
@@ -311,6 +314,14 @@ static gc_result_t local_copy(gc_comm_t comm, void *dst, const void *src, size_t
 /* Bytes of a part of len bytes in the chunk that starts at c0 (chunks of `row`). */
 static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (len - c0 < row ? len - c0 : row) : 0; }
 
+/* Source p's row in rank q's staging buffers: how many of q's other sources come before it,
+ * counting from q + 1. */
+static int row_of(int n, unsigned sources, int p, int q) {
+  int row = 0;
+  for (int r = (q + 1) % n; r != p; r = (r + 1) % n) row += sources >> r & 1u;
+  return row;
+}
+
 /* Gathers into outputs peers cannot write (not from gc_mem_alloc) through every rank's staging
  * area: the all-gather, the broadcast and the staged all-reduce's second half. Every rank in the
  * bit mask `sources` sends bytes [0, len[p]) of its `src`; every rank gets them at out + off[p]
@@ -326,14 +337,6 @@ static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (l
  * every rank reaches once it has copied out chunk c. With NB = 3 a source's next copy waits for
  * a barrier two chunks back, so its copy engine always has the next copy queued. */
 #define STAGED_NB 3
-
-/* Source p's row in rank q's staging buffers: how many of q's other sources come before it,
- * counting from q + 1. */
-static int row_of(int n, unsigned sources, int p, int q) {
-  int row = 0;
-  for (int r = (q + 1) % n; r != p; r = (r + 1) % n) row += sources >> r & 1u;
-  return row;
-}
 gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsigned sources, const void *src,
                                  void *out, const size_t *off, const size_t *len, cudaStream_t stream) {
   _Static_assert(STAGED_NB <= GC_CE_RING, "a barrier's event is waited for STAGED_NB - 1 chunks after it");
