@@ -136,8 +136,9 @@ static size_t bywrites_slot(gc_comm_t comm) {
  * and 550.4 / 550.1 by the one-shot against 290.7 / 267.0 and 552.3 / 516.4; at 1 GB (matrices,
  * runs 96 and 98) 4059.8 against 3622.7 and 2200.2 / 2202.5 against 2051.1 / 1934.0. The
  * broadcast stays on the kernels: staged it won only in place (1 GB 2993.0 against 3598.5; out of
- * place 3694.4), which ranks other than root cannot see. 3+ GPUs: not measured. */
+ * place 3694.4), which ranks other than root cannot see. 3+ GPUs: not measured. 1 GPU: no peers. */
 static int staged(gc_comm_t comm, const gc__plan_t *plan, gc__coll_t coll, size_t bytes) {
+  if (comm->local_size < 2) return 0;
   if (!plan->from_table) return 1;
   return comm->local_size == 2 && coll != GC_COLL_BROADCAST && bytes > ((size_t)128 << 20);
 }
@@ -231,7 +232,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
      * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    if (!out_ok && comm->local_size >= 2 && staged(comm, plan, GC_COLL_ALLREDUCE, count * es)) {
+    if (!out_ok && staged(comm, plan, GC_COLL_ALLREDUCE, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
       return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
@@ -426,7 +427,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    if (!sym && n >= 2 && staged(comm, plan, GC_COLL_ALLGATHER, n * count * es)) {
+    if (!sym && staged(comm, plan, GC_COLL_ALLGATHER, n * count * es)) {
       size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
       for (int r = 0; r < n; r++) {
         off[r] = r * count * es;
@@ -492,7 +493,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    if (!zero && n >= 2 && staged(comm, plan, GC_COLL_BROADCAST, count * es)) {
+    if (!zero && staged(comm, plan, GC_COLL_BROADCAST, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       size_t off[GC_MAX_LOCAL_RANKS] = {0}, len[GC_MAX_LOCAL_RANKS] = {0};
       len[root] = count * es;

@@ -144,15 +144,8 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->push_control--;
   static const char *const ce_forms[] = {"auto", "copies", "reads", "writes"}; /* GC_CE_AR_* order */
   GC_CHECK(gc__param_word(GC_PARAM_CE_ALLREDUCE, ce_forms, 4, &comm->ce_allreduce));
-  int64_t ce_chunks = gc__param_int(GC_PARAM_CE_CHUNKS);
-  if (ce_chunks < 1 || ce_chunks > GC_CE_MAX_CHUNKS)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_CE_CHUNKS=%lld: use 1 to %d", (long long)ce_chunks,
-                   GC_CE_MAX_CHUNKS);
-  comm->ce_chunks = (int)ce_chunks;
-  int64_t staged_blocks = gc__param_int(GC_PARAM_STAGED_BLOCKS);
-  if (staged_blocks < 1 || staged_blocks > 128)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_STAGED_BLOCKS=%lld: use 1 to 128", (long long)staged_blocks);
-  comm->staged_blocks = (int)staged_blocks;
+  GC_CHECK(gc__param_range(GC_PARAM_CE_CHUNKS, 1, GC_CE_MAX_CHUNKS, &comm->ce_chunks));
+  GC_CHECK(gc__param_range(GC_PARAM_STAGED_BLOCKS, 1, 128, &comm->staged_blocks));
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),

@@ -137,6 +137,25 @@ static void slice(size_t cn, int n, int q, size_t *s0, size_t *sn) {
   *sn = *s0 + per < cn ? per : cn - *s0;
 }
 
+/* How much of a part of len units lies in the chunk that starts at c0 (chunks of `chunk` units). */
+static size_t in_chunk(size_t len, size_t c0, size_t chunk) {
+  return len > c0 ? (len - c0 < chunk ? len - c0 : chunk) : 0;
+}
+
+/* The reduce-scatter by writes of every rank's slice of count elements of send (slice()) into
+ * a->recv, which the caller has pointed at our slice of the output, as a->ep.add at our slice of
+ * the add vector. */
+static gc_result_t slices_by_writes(gc_comm_t comm, gc_kargs_t *a, const void *send, size_t count, size_t es,
+                                    cudaStream_t stream) {
+  a->send = send;
+  for (int p = 0; p < comm->local_size; p++) {
+    size_t p0, pn;
+    slice(count, comm->local_size, p, &p0, &pn);
+    a->region[p] = (gc_kregion_t){1, pn, p0, 0, 0};
+  }
+  return gc__reducescatter_bywrites(comm, a, es, stream);
+}
+
 /* All-reduce: a reduce-scatter kernel reduces this rank's slice into its own output, then the
  * copy engine writes that slice into every peer's output, one peer after another (as
  * gc__ce_allgather does, ~385 GB/s against ~323 for SM reads). The reduce half either reads
@@ -160,13 +179,7 @@ gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *
     /* Every rank writes slice q of its input into rank q's inbox, from where it is: no copy-in.
      * The kernel ends on rank q once every peer has sent all of slice q, so the copies below
      * overwrite no input a peer (in place) still sends from. */
-    a.send = send;
-    for (int p = 0; p < n; p++) {
-      size_t p0, pn;
-      slice(count, n, p, &p0, &pn);
-      a.region[p] = (gc_kregion_t){1, pn, p0, 0, 0};
-    }
-    GC_CHECK(gc__reducescatter_bywrites(comm, &a, es, stream));
+    GC_CHECK(slices_by_writes(comm, &a, send, count, es, stream));
   } else {
     for (int p = 0; p < n; p++) a.in[p] = send_peers ? send_peers[p] : out[p];
     if (!send_peers) GC_CHECK(copy(comm, out[me], send, count * es, stream));
@@ -242,15 +255,14 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
     if (c >= 3) GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - 2)], 0));
     for (int s = 1; s < n; s++) {
       int q = (me + s) % n;
-      size_t w = len[q] > c0 ? len[q] - c0 : 0;
-      GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, (w < chunk ? w : chunk) * es, comm->ce_copy));
+      GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, in_chunk(len[q], c0, chunk) * es,
+                    comm->ce_copy));
     }
     GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
-    size_t w = len[me] > c0 ? len[me] - c0 : 0;
     const char *rows[GC_MAX_LOCAL_RANKS];
     for (int p = 0; p < n; p++) rows[p] = p == me ? in + (off[me] + c0) * es : inbox_row(comm, &ib, me, c, p);
     GC_CHECK(reduce_rows(comm, base, rows, (char *)recv + c0 * os, plus ? plus + c0 * es : NULL,
-                         w < chunk ? w : chunk));
+                         in_chunk(len[me], c0, chunk)));
     GC_CUDA_CHECK(comm, cudaEventRecord(comm->ce_events[ring_event(EV_REDUCED, c)], comm->ce_compute));
   }
   /* A closing barrier although the output is local: reduce-scatter by writes (bywrites.cu) and
@@ -310,9 +322,6 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
 static gc_result_t local_copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
   return gc__launched(comm, gc_kernel_copy(dst, src, bytes, comm->staged_blocks, s), "local copy");
 }
-
-/* Bytes of a part of len bytes in the chunk that starts at c0 (chunks of `row`). */
-static size_t in_chunk(size_t len, size_t c0, size_t row) { return len > c0 ? (len - c0 < row ? len - c0 : row) : 0; }
 
 /* Source p's row in rank q's staging buffers: how many of q's other sources come before it,
  * counting from q + 1. */
@@ -404,11 +413,9 @@ gc_result_t gc__ce_allreduce_staged(gc_comm_t comm, const struct gc_kargs *base,
     GC_CHECK(gc__ce_reducescatter(comm, base, send, mine, p0, pn, es, os, plus, stream));
   } else {
     gc_kargs_t a = *base;
-    a.send = send;
     a.recv = mine;
     a.ep.add = plus;
-    for (int p = 0; p < n; p++) a.region[p] = (gc_kregion_t){1, pn[p], p0[p], 0, 0};
-    GC_CHECK(gc__reducescatter_bywrites(comm, &a, es, stream));
+    GC_CHECK(slices_by_writes(comm, &a, send, count, es, stream));
   }
   return gc__ce_gather_staged(comm, &base->peers, (1u << n) - 1, mine, recv, off, len, stream);
 }

@@ -49,6 +49,9 @@ GC_HIDDEN int64_t gc__param_int(gc__param_t id);       /* the same parsed as an 
 /* A knob that takes one of n words: its index in *index, or GC_ERR_INVALID_ARGUMENT naming the
  * variable and the words it takes. */
 GC_HIDDEN gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int *index);
+/* A knob that takes an integer from lo to hi: it in *value, or GC_ERR_INVALID_ARGUMENT naming the
+ * variable and the range. */
+GC_HIDDEN gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value);
 
 /* ---------------------------------------------------------------------------------------------
  * Logging (log.c): GC_DEBUG level and GC_DEBUG_SUBSYS mask, tested before any formatting.

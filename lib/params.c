@@ -46,6 +46,14 @@ gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int
   return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s: use %s", rows[id].env, v, list);
 }
 
+gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value) {
+  int64_t v = gc__param_int(id);
+  if (v < lo || v > hi)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%lld: use %d to %d", rows[id].env, (long long)v, lo, hi);
+  *value = (int)v;
+  return GC_SUCCESS;
+}
+
 int64_t gc__param_int(gc__param_t id) {
   const char *s = gc__param_str(id);
   char *end = NULL;
