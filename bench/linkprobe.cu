@@ -15,6 +15,10 @@
 // ce-pull-*: the copies issued by the receiving GPU, reading the peer's region; ce-paced-*: in
 // turn, each copy after a one-thread kernel that waits until its receiver's sender of the last
 // step is done (no two GPUs ever write to one); ce-solo-*: GPU 0 alone, the others idle.
+// staged-*: the staged copy-engine path's pipeline in a ring (run_staged below): 16 MB copies into
+// three staging buffers on the next GPU, each copied out there by an SM kernel of N blocks
+// (staged-sm-N), a local cudaMemcpyAsync (staged-memcpy) or not at all (staged-ce); staged-busy-N:
+// the same copies straight to the peer beside an unrelated local SM copy of the same bytes.
 // Each line: pattern, blocks x threads, loads in flight per thread, and the slowest GPU's
 // inbound GB/s (reads) or outbound GB/s (writes, copies): bytes moved over the slowest time.
 #include <cuda_runtime.h>
@@ -310,6 +314,108 @@ static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool b
   return best;
 }
 
+// The staged copy-engine path's shape (lib/copyengine.c, gc__ce_gather_staged) in a ring: GPU d's
+// copy engine sends its region to GPU d+1 in pieces of `piece` bytes, into one of kStagedNb
+// staging buffers there, and GPU d+1 copies each piece out of staging into its own dst on a second
+// stream. Events order it as the library's barriers do: a piece goes out once it is staged, and
+// buffer c % kStagedNb is written again once the receiver's copy of piece c - kStagedNb is out.
+// out: 0 none (staged-ce: the pipeline's copies alone), 1 SM kernel of `blocks` blocks
+// (staged-sm-N), 2 a local cudaMemcpyAsync (staged-memcpy); 3 (staged-busy-N): no staging, the
+// copies straight to the peer's dst while an unrelated SM copy of the same bytes runs beside them.
+constexpr int kStagedNb = 3;
+
+__global__ void __launch_bounds__(kThreads) local_copy(uint4 *dst, const uint4 *src, size_t units) {
+  const size_t G = (size_t)gridDim.x * blockDim.x;
+  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < units; k += 4 * G) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      if (k + u * G < units) v[u] = src[k + u * G];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      if (k + u * G < units) dst[k + u * G] = v[u];
+  }
+}
+
+// Returns the slowest GPU's milliseconds (best of iters) for region_bytes from each GPU.
+static float run_staged(size_t piece, int out, int blocks, int iters) {
+  const size_t pieces = (region_bytes + piece - 1) / piece;
+  std::vector<cudaEvent_t> staged(ngpu * pieces), copied_out(ngpu * pieces);  // [gpu * pieces + c]
+  for (int d = 0; d < ngpu; d++) {
+    CHECK(cudaSetDevice(d));
+    for (size_t c = 0; c < pieces; c++) {
+      CHECK(cudaEventCreateWithFlags(&staged[d * pieces + c], cudaEventDisableTiming));
+      CHECK(cudaEventCreateWithFlags(&copied_out[d * pieces + c], cudaEventDisableTiming));
+    }
+  }
+  // staging: kStagedNb pieces at the top of dst's regions 2.. (regions 0 and 1 take the outputs)
+  auto staging = [&](int d, size_t c) { return (char *)gpus[d].dst + 2 * region_bytes + (c % kStagedNb) * piece; };
+  float best = 1e30f;
+  for (int it = -1; it < iters; it++) {
+    for (int d = 0; d < ngpu; d++) {
+      CHECK(cudaSetDevice(d));
+      Gpu &g = gpus[d];
+      CHECK(cudaEventRecord(g.start, g.stream[0]));
+      CHECK(cudaEventRecord(g.copied[0], g.stream[0]));
+      CHECK(cudaStreamWaitEvent(g.stream[1], g.copied[0], 0));
+    }
+    // Piece by piece on every GPU, so that every event is recorded before any stream waits for it.
+    for (size_t c = 0; c < pieces; c++) {
+      const size_t off = c * piece, len = piece < region_bytes - off ? piece : region_bytes - off;
+      for (int d = 0; d < ngpu; d++) {  // GPU d's copy of piece c to GPU d+1
+        CHECK(cudaSetDevice(d));
+        Gpu &g = gpus[d];
+        const int to = (d + 1) % ngpu;
+        const char *src = (const char *)g.src + off;
+        if (out == 3) {
+          CHECK(cudaMemcpyAsync((char *)gpus[to].dst + off, src, len, cudaMemcpyDeviceToDevice, g.stream[0]));
+          local_copy<<<blocks, kThreads, 0, g.stream[1]>>>((uint4 *)((char *)g.dst + region_bytes + off),
+                                                          (const uint4 *)src, len / 16);
+          CHECK(cudaGetLastError());
+          continue;
+        }
+        if (c >= kStagedNb) CHECK(cudaStreamWaitEvent(g.stream[0], copied_out[to * pieces + c - kStagedNb], 0));
+        CHECK(cudaMemcpyAsync(staging(to, c), src, len, cudaMemcpyDeviceToDevice, g.stream[0]));
+        CHECK(cudaEventRecord(staged[d * pieces + c], g.stream[0]));
+      }
+      for (int d = 0; d < ngpu && out != 3; d++) {  // GPU d's copy of piece c out of staging
+        CHECK(cudaSetDevice(d));
+        Gpu &g = gpus[d];
+        CHECK(cudaStreamWaitEvent(g.stream[1], staged[((d + ngpu - 1) % ngpu) * pieces + c], 0));
+        char *dst = (char *)g.dst + off;
+        if (out == 1) {
+          local_copy<<<blocks, kThreads, 0, g.stream[1]>>>((uint4 *)dst, (const uint4 *)staging(d, c), len / 16);
+          CHECK(cudaGetLastError());
+        } else if (out == 2) {
+          CHECK(cudaMemcpyAsync(dst, staging(d, c), len, cudaMemcpyDeviceToDevice, g.stream[1]));
+        }
+        CHECK(cudaEventRecord(copied_out[d * pieces + c], g.stream[1]));
+      }
+    }
+    for (int d = 0; d < ngpu; d++) {
+      CHECK(cudaSetDevice(d));
+      Gpu &g = gpus[d];
+      CHECK(cudaEventRecord(g.copied[1], g.stream[1]));
+      CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[1], 0));
+      CHECK(cudaEventRecord(g.stop, g.stream[0]));
+    }
+    float worst = 0;
+    for (int d = 0; d < ngpu; d++) {
+      CHECK(cudaSetDevice(d));
+      CHECK(cudaEventSynchronize(gpus[d].stop));
+      float ms;
+      CHECK(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].stop));
+      if (ms > worst) worst = ms;
+    }
+    if (it >= 0 && worst < best) best = worst;
+  }
+  for (size_t i = 0; i < staged.size(); i++) {
+    CHECK(cudaEventDestroy(staged[i]));
+    CHECK(cudaEventDestroy(copied_out[i]));
+  }
+  return best;
+}
+
 int main(int argc, char **argv) {
   size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
   int iters = argc > 2 ? atoi(argv[2]) : 5;
@@ -399,6 +505,25 @@ int main(int argc, char **argv) {
   constexpr int nblock_list = (int)(sizeof block_list / sizeof block_list[0]);
   // A split grid needs a block per peer (kMaxGpus - 1 at most); the smallest count has them.
   static_assert(block_list[0] >= kMaxGpus - 1, "split patterns need a block per peer");
+  // staged-*: region_bytes per GPU in 16 MB pieces through 3 staging buffers (run_staged); these
+  // need kMaxGpus >= 2 + kStagedNb * 16 MB / region_bytes regions of dst: region_bytes >= 16 MB.
+  struct {
+    const char *name;
+    int out, blocks;
+  } staged[] = {{"staged-ce", 0, 0},          {"staged-memcpy", 2, 0},      {"staged-sm-16", 1, 16},
+                {"staged-sm-32", 1, 32},      {"staged-sm-132", 1, 132},    {"staged-busy-16", 3, 16},
+                {"staged-busy-132", 3, 132}};
+  const size_t staged_piece = (size_t)16 << 20;
+  for (auto &st : staged) {
+    if (strncmp(st.name, only, strlen(only)) != 0) continue;
+    if (region_bytes < staged_piece || region_bytes % 16) {
+      printf("  %-22s skipped: needs 16 MB or more per peer\n", st.name);
+      continue;
+    }
+    float ms = run_staged(staged_piece, st.out, st.blocks, iters);
+    printf("  %-22s %8d %6d %10.3f %10.1f\n", st.name, st.blocks, 1, ms, region_bytes / (ms * 1e-3) / 1e9);
+    fflush(stdout);
+  }
   for (auto &pt : pats) {
     if (strncmp(pt.name, only, strlen(only)) != 0) continue;
     if (pt.bulk && prop.major < 9) {
