@@ -26,6 +26,8 @@
 
 #include <vector>
 
+#include "local_copy.cuh"
+
 #define CHECK(x)                                                                                        \
   do {                                                                                                  \
     cudaError_t e_ = (x);                                                                               \
@@ -52,21 +54,7 @@
     }                                                                                \
   } while (0)
 
-constexpr int kThreads = 512;
 constexpr size_t kPiece = (size_t)16 << 20;
-
-__global__ void __launch_bounds__(kThreads) local_copy(uint4 *dst, const uint4 *src, size_t units) {
-  const size_t G = (size_t)gridDim.x * blockDim.x;
-  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < units; k += 4 * G) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      if (k + u * G < units) v[u] = src[k + u * G];
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      if (k + u * G < units) dst[k + u * G] = v[u];
-  }
-}
 
 // The socket to the other process: whole messages, one file descriptor alongside when asked.
 static int sock;
@@ -217,8 +205,8 @@ static void run(int rank, size_t bytes, int iters) {
           if (side.blocks) {  // paced as the copies out of staging are: one per copy, once it is done
             CHECK(cudaEventRecord(copied[off / kPiece], copies));
             CHECK(cudaStreamWaitEvent(sm, copied[off / kPiece], 0));
-            local_copy<<<side.blocks, kThreads, 0, sm>>>((uint4 *)(scratch + off), (const uint4 *)(scratch + bytes + off),
-                                                        len / 16);
+            local_copy<<<side.blocks, kCopyThreads, 0, sm>>>((uint4 *)(scratch + off),
+                                                            (const uint4 *)(scratch + bytes + off), len / 16);
             CHECK(cudaGetLastError());
           }
         }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bulk.cuh"
+#include "local_copy.cuh"
 
 #define CHECK(x)                                                                              \
   do {                                                                                        \
@@ -243,6 +244,19 @@ static void enqueue_copies(int d, const Ce &ce, bool ring) {
   }
 }
 
+// Waits for every GPU's stop event; the slowest GPU's milliseconds from its start event.
+static float slowest_ms() {
+  float worst = 0;
+  for (int d = 0; d < ngpu; d++) {
+    CHECK(cudaSetDevice(d));
+    CHECK(cudaEventSynchronize(gpus[d].stop));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].stop));
+    if (ms > worst) worst = ms;
+  }
+  return worst;
+}
+
 // Runs one pattern on every GPU at once; returns the slowest GPU's milliseconds (best of iters).
 static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool bulk, int unroll, int blocks,
                          int iters, int *npeers) {
@@ -299,14 +313,7 @@ static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool b
       }
       CHECK(cudaEventRecord(g.stop, g.stream[0]));
     }
-    float worst = 0;
-    for (int d = 0; d < ngpu; d++) {
-      CHECK(cudaSetDevice(d));
-      CHECK(cudaEventSynchronize(gpus[d].stop));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].stop));
-      if (ms > worst) worst = ms;
-    }
+    const float worst = slowest_ms();
     if (it >= 0 && worst < best) best = worst;
   }
   for (int d = 0; d < ngpu; d++)
@@ -323,19 +330,6 @@ static float run_pattern(const Ce &ce, bool ring, bool write, bool split, bool b
 // (staged-sm-N), 2 a local cudaMemcpyAsync (staged-memcpy); 3 (staged-busy-N): no staging, the
 // copies straight to the peer's dst while an unrelated SM copy of the same bytes runs beside them.
 constexpr int kStagedNb = 3;
-
-__global__ void __launch_bounds__(kThreads) local_copy(uint4 *dst, const uint4 *src, size_t units) {
-  const size_t G = (size_t)gridDim.x * blockDim.x;
-  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < units; k += 4 * G) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      if (k + u * G < units) v[u] = src[k + u * G];
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      if (k + u * G < units) dst[k + u * G] = v[u];
-  }
-}
 
 // Returns the slowest GPU's milliseconds (best of iters) for region_bytes from each GPU.
 static float run_staged(size_t piece, int out, int blocks, int iters) {
@@ -369,7 +363,7 @@ static float run_staged(size_t piece, int out, int blocks, int iters) {
         const char *src = (const char *)g.src + off;
         if (out == 3) {
           CHECK(cudaMemcpyAsync((char *)gpus[to].dst + off, src, len, cudaMemcpyDeviceToDevice, g.stream[0]));
-          local_copy<<<blocks, kThreads, 0, g.stream[1]>>>((uint4 *)((char *)g.dst + region_bytes + off),
+          local_copy<<<blocks, kCopyThreads, 0, g.stream[1]>>>((uint4 *)((char *)g.dst + region_bytes + off),
                                                           (const uint4 *)src, len / 16);
           CHECK(cudaGetLastError());
           continue;
@@ -384,7 +378,7 @@ static float run_staged(size_t piece, int out, int blocks, int iters) {
         CHECK(cudaStreamWaitEvent(g.stream[1], staged[((d + ngpu - 1) % ngpu) * pieces + c], 0));
         char *dst = (char *)g.dst + off;
         if (out == 1) {
-          local_copy<<<blocks, kThreads, 0, g.stream[1]>>>((uint4 *)dst, (const uint4 *)staging(d, c), len / 16);
+          local_copy<<<blocks, kCopyThreads, 0, g.stream[1]>>>((uint4 *)dst, (const uint4 *)staging(d, c), len / 16);
           CHECK(cudaGetLastError());
         } else if (out == 2) {
           CHECK(cudaMemcpyAsync(dst, staging(d, c), len, cudaMemcpyDeviceToDevice, g.stream[1]));
@@ -399,14 +393,7 @@ static float run_staged(size_t piece, int out, int blocks, int iters) {
       CHECK(cudaStreamWaitEvent(g.stream[0], g.copied[1], 0));
       CHECK(cudaEventRecord(g.stop, g.stream[0]));
     }
-    float worst = 0;
-    for (int d = 0; d < ngpu; d++) {
-      CHECK(cudaSetDevice(d));
-      CHECK(cudaEventSynchronize(gpus[d].stop));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].stop));
-      if (ms > worst) worst = ms;
-    }
+    const float worst = slowest_ms();
     if (it >= 0 && worst < best) best = worst;
   }
   for (size_t i = 0; i < staged.size(); i++) {
