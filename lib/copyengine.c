@@ -13,12 +13,11 @@
  * stream, graph capture included: `copy` carries the copies, `compute` the barriers and
  * reductions; the pipelined ones go chunk by chunk.
  *
- * Reduce-scatter copies piece q of chunk c into rank q's inbox (a staging row per source, NB
- * buffers), and rank q reduces its own input and the rows in rank order with the reduce-scatter
- * kernel, whose first barrier is where every row has arrived. Buffer c % NB is written again only
- * after this rank's reduction of chunk c - NB + 1 passed that barrier, which every peer reaches
- * only once its reduction of chunk c - NB (the buffer's last reader) is done. An entry barrier
- * keeps a call's copies out of buffers and outputs a peer still uses.
+ * Reduce-scatter copies piece q of chunk c into rank q's inbox (a staging row per source, in
+ * INBOX_NB buffers), and rank q reduces its own input and the rows in rank order with the
+ * reduce-scatter kernel, whose first barrier is where every row has arrived; a buffer is written
+ * again only once every rank has reduced from it (wait_buffer_free). An entry barrier keeps a
+ * call's copies out of buffers and outputs a peer still uses.
  *
  * Outputs not from gc_mem_alloc take the staged forms at the end of this file: the copies go into
  * peers' staging areas, and each rank's SMs copy them out. */
@@ -87,26 +86,40 @@ static gc_result_t end(gc_comm_t comm, const gc_kpeers_t *peers, int final_barri
   return GC_SUCCESS;
 }
 
-/* Inbox layout in every rank's staging area: NB buffers of `rows` rows (the reduce-scatter: one
- * per source rank) of `row` bytes. The row is at most 16 MB (copies that size run at full speed)
- * and a multiple of 4 KB, so every row starts aligned for any dtype. */
+static int ring_event(int base, size_t c) { return base + (int)(c % GC_CE_RING); }
+
+/* Both pipelines through inboxes (the copy-engine reduce-scatter and the staged gather) cycle
+ * through INBOX_NB buffers. Buffer c % INBOX_NB is free for chunk c once the compute stream has
+ * recorded EV_REDUCED for chunk c - INBOX_NB + 1: its barrier is reached by every rank only once
+ * that rank is done with chunk c - INBOX_NB, the buffer's last use. With three buffers a copy
+ * waits for a barrier two chunks back, so the copy engine always has the next copy queued. */
+#define INBOX_NB 3
+_Static_assert(INBOX_NB <= GC_CE_RING, "a chunk's EV_REDUCED is waited for INBOX_NB - 1 chunks after it");
+static gc_result_t wait_buffer_free(gc_comm_t comm, size_t c) {
+  if (c >= INBOX_NB)
+    GC_CUDA_CHECK(comm,
+                  cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - INBOX_NB + 1)], 0));
+  return GC_SUCCESS;
+}
+
+/* Inbox layout in every rank's staging area: INBOX_NB buffers of `rows` rows (the reduce-scatter:
+ * one per source rank) of `row` bytes. The row is at most 16 MB (copies that size run at full
+ * speed) and a multiple of 4 KB, so every row starts aligned for any dtype. */
 typedef struct {
-  int nb, rows;
+  int rows;
   size_t row;
 } inbox_t;
 
-static inbox_t inbox_layout(gc_comm_t comm, int nb, int rows) {
-  inbox_t ib = {nb, rows, comm->tp.staging_bytes / ((size_t)nb * rows)};
+static inbox_t inbox_layout(gc_comm_t comm, int rows) {
+  inbox_t ib = {rows, comm->tp.staging_bytes / ((size_t)INBOX_NB * rows)};
   if (ib.row > ((size_t)16 << 20)) ib.row = (size_t)16 << 20;
   ib.row &= ~(size_t)4095;
   return ib;
 }
 
 static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk, int row) {
-  return comm->tp.staging[rank] + ((chunk % ib->nb) * ib->rows + row) * ib->row;
+  return comm->tp.staging[rank] + ((chunk % INBOX_NB) * ib->rows + row) * ib->row;
 }
-
-static int ring_event(int base, size_t c) { return base + (int)(c % GC_CE_RING); }
 
 /* Reduces w elements from rows[p] (one per rank: our own input and what the others copied to us)
  * in rank order into out, on the compute stream; the kernel's first barrier is where every row is
@@ -244,7 +257,7 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
                                  const size_t *off, const size_t *len, size_t es, size_t os, const void *add,
                                  cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
-  const inbox_t ib = inbox_layout(comm, 3, n);
+  const inbox_t ib = inbox_layout(comm, n);
   size_t maxlen = 0;
   for (int r = 0; r < n; r++) maxlen = len[r] > maxlen ? len[r] : maxlen;
   const size_t chunk = ib.row / es, chunks = (maxlen + chunk - 1) / chunk;
@@ -252,7 +265,7 @@ gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, co
   GC_CHECK(begin(comm, &base->peers, stream));
   for (size_t c = 0; c < chunks; c++) {
     const size_t c0 = c * chunk;
-    if (c >= 3) GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy, comm->ce_events[ring_event(EV_REDUCED, c - 2)], 0));
+    GC_CHECK(wait_buffer_free(comm, c));
     for (int s = 1; s < n; s++) {
       int q = (me + s) % n;
       GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, me), in + (off[q] + c0) * es, in_chunk(len[q], c0, chunk) * es,
@@ -336,19 +349,15 @@ static int row_of(int n, unsigned sources, int p, int q) {
  * bit mask `sources` sends bytes [0, len[p]) of its `src`; every rank gets them at out + off[p]
  * (ours too, copied locally unless src is there already). In chunks of one staging row; per
  * chunk c:
- *   copy stream:    each source copies its piece into row k of buffer c % NB of every other rank,
+ *   copy stream:    each source copies its piece into row k of buffer c % INBOX_NB of every other rank,
  *                   to the peers in turn from the next rank (k: the source's place among that
  *                   rank's other sources, counted from the next rank);
  *   compute stream: a barrier, where every piece of chunk c has arrived, then the rows are copied
  *                   into the output by the SMs (local; up to 4% faster than on the copy engine,
  *                   runs 97-98, NOTES.md "Plain buffers").
- * A source writes buffer c % NB again, for chunk c + NB, only after passing barrier c + 1, which
- * every rank reaches once it has copied out chunk c. With NB = 3 a source's next copy waits for
- * a barrier two chunks back, so its copy engine always has the next copy queued. */
-#define STAGED_NB 3
+ * A source writes a buffer again only once every rank has copied it out (wait_buffer_free). */
 gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsigned sources, const void *src,
                                  void *out, const size_t *off, const size_t *len, cudaStream_t stream) {
-  _Static_assert(STAGED_NB <= GC_CE_RING, "a barrier's event is waited for STAGED_NB - 1 chunks after it");
   const int n = comm->local_size, me = comm->local_rank;
   int count = 0;
   size_t most = 0;
@@ -357,7 +366,7 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
       count++;
       most = len[p] > most ? len[p] : most;
     }
-  const inbox_t ib = inbox_layout(comm, STAGED_NB, count < n ? count : n - 1);
+  const inbox_t ib = inbox_layout(comm, count < n ? count : n - 1);
   if (ib.row < 4096)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a staging area of %zu bytes is too small for the staged copy-engine "
                                              "path (GC_STAGING_BYTES)", comm->tp.staging_bytes);
@@ -369,9 +378,7 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
   for (size_t c = 0; c < chunks; c++) {
     const size_t c0 = c * ib.row;
     if (sending) {
-      if (c >= STAGED_NB)
-        GC_CUDA_CHECK(comm, cudaStreamWaitEvent(comm->ce_copy,
-                                                comm->ce_events[ring_event(EV_REDUCED, c - STAGED_NB + 1)], 0));
+      GC_CHECK(wait_buffer_free(comm, c));
       const size_t w = in_chunk(len[me], c0, ib.row);
       for (int k = 1; k < n; k++) {
         int q = (me + k) % n;
