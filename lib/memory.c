@@ -28,7 +28,7 @@ static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device
     p = malloc(bytes);
     if (!p) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
   } else if (on_device) {
-    GC_CUDA_CHECK(comm, cudaMalloc(&p, bytes));
+    GC_CUDA_CHECK(comm, cudaMalloc(&p, gc__whole_pages(bytes)));
   } else {
     GC_CUDA_CHECK(comm, cudaMallocHost(&p, bytes));
   }

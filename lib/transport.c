@@ -89,7 +89,7 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   size_t push_bytes = (sizeof(gc_kpush_t) + 255) & ~(size_t)255;
   size_t ll_bytes = (GC_LL_BYTES + 255) & ~(size_t)255;
   char *base = NULL;
-  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, sig_bytes + push_bytes + ll_bytes + staging));
+  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, gc__whole_pages(sig_bytes + push_bytes + ll_bytes + staging)));
   GC_CUDA_CHECK(comm, cudaMemset(base, 0, sig_bytes));
   GC_CUDA_CHECK(comm, cudaMemset(base + sig_bytes + push_bytes, 0xFF, ll_bytes));
   GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
@@ -172,8 +172,9 @@ static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
     }
   } else {
     s->device = true;
-    /* Round up so every rank's buffer ends on a 16-byte pack boundary. */
-    cudaError_t e = cudaMalloc((void **)&s->base[comm->local_rank], (bytes + 255) & ~(size_t)255);
+    /* Round up so every rank's buffer ends on a 16-byte pack boundary (and from 2 MB up, on a
+     * page: gc__whole_pages). */
+    cudaError_t e = cudaMalloc((void **)&s->base[comm->local_rank], gc__whole_pages((bytes + 255) & ~(size_t)255));
     if (e != cudaSuccess) {
       free(s);
       return GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
