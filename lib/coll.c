@@ -129,18 +129,16 @@ static size_t bywrites_slot(gc_comm_t comm) {
 }
 
 /* Outputs not from gc_mem_alloc on the copy-engine path go through staging (gc__ce_gather_staged)
- * when the algorithm was asked for, and from the table only where that was measured faster: the
- * all-reduce and the all-gather on 2 GPUs past 128 MB. 2 x H200, bf16, --eager, each forced, us
- * (run 98, bench/results/plain-h200x2/): all-reduce 508.4 / 1016.0 by the two-shot by writes at
- * 128 / 256 MB against 514.3 / 961.5 staged; all-gather out of place / in place 275.8 / 275.5
- * and 550.4 / 550.1 by the one-shot against 290.7 / 267.0 and 552.3 / 516.4; at 1 GB (matrices,
- * runs 96 and 98) 4059.8 against 3622.7 and 2200.2 / 2202.5 against 2051.1 / 1934.0. The
- * broadcast stays on the kernels: staged it won only in place (1 GB 2993.0 against 3598.5; out of
- * place 3694.4), which ranks other than root cannot see. 3+ GPUs: not measured. 1 GPU: no peers. */
-static int staged(gc_comm_t comm, const gc__plan_t *plan, gc__coll_t coll, size_t bytes) {
+ * when the algorithm was asked for, and from the table only where that measured faster than the
+ * kernels: on 2 GPUs past 64 MB. 2 x H200, bf16, --eager, each forced, out of place, us (run 118,
+ * bench/results/plain-h200x2/forced_*_run118.txt), staged against the kernels at 64 / 128 / 256
+ * MB: all-reduce 279.8 / 476.1 / 862.0 against the two-shot by writes' 255.9 / 511.7 / 1021.4;
+ * all-gather 148.8 / 240.9 / 429.1 against the one-shot's 138.4 / 275.9 / 551.0; broadcast 224.4
+ * / 408.5 / 773.4 against 225.0 / 450.1 / 899.4. 3+ GPUs: not measured. 1 GPU: no peers. */
+static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes) {
   if (comm->local_size < 2) return 0;
   if (!plan->from_table) return 1;
-  return comm->local_size == 2 && coll != GC_COLL_BROADCAST && bytes > ((size_t)128 << 20);
+  return comm->local_size == 2 && bytes > ((size_t)64 << 20);
 }
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
@@ -232,7 +230,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
      * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    if (!out_ok && staged(comm, plan, GC_COLL_ALLREDUCE, count * es)) {
+    if (!out_ok && staged(comm, plan, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
       return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
@@ -427,7 +425,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    if (!sym && staged(comm, plan, GC_COLL_ALLGATHER, n * count * es)) {
+    if (!sym && staged(comm, plan, n * count * es)) {
       size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
       for (int r = 0; r < n; r++) {
         off[r] = r * count * es;
@@ -493,7 +491,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    if (!zero && staged(comm, plan, GC_COLL_BROADCAST, count * es)) {
+    if (!zero && staged(comm, plan, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       size_t off[GC_MAX_LOCAL_RANKS] = {0}, len[GC_MAX_LOCAL_RANKS] = {0};
       len[root] = count * es;
