@@ -1,19 +1,23 @@
-// gpucoll-ipcprobe — do SM copies on a GPU slow its copy engine's copies into another process's
-// memory, as they slow the staged copy-engine path's copies in the library (bench/results/
-// plain-h200x2/README.md), though not inside one process (gpucoll-linkprobe's staged-busy-N)?
+// gpucoll-ipcprobe — copy-engine copies into another process's GPU memory, alone and beside SM
+// copies on the copying GPU: what slowed the staged copy-engine path's copies in the library
+// (bench/results/plain-h200x2/README.md, "Where the staged path's time goes").
 //
 // usage: gpucoll-ipcprobe [MB (512)] [iterations (5)]
 // Forks one process for GPU 0 and one for GPU 1 before any CUDA call, as two MPI ranks would be.
-// Each process allocates a source, a destination that the other process copies into, and two
-// scratch buffers. The destination is shared either through a legacy IPC handle
-// (cudaIpcGetMemHandle, opened with cudaIpcMemLazyEnablePeerAccess, as lib/transport.c does) or
-// through a cuMem allocation exported as a POSIX file descriptor and mapped by the peer
-// (cuMemImportFromShareableHandle, cuMemMap, cuMemSetAccess for the peer's GPU only). Then both
-// GPUs at once copy their source into the peer's destination in 16 MB pieces, one after another on
-// one stream. They do this alone, or beside SM copies of the same bytes between the two scratch
-// buffers on a second stream, one per copy once that copy is done (as the staged path copies each
-// piece out of staging). Each line gives the slower process's time for the copies alone
-// (the second stream is not waited for), best of the iterations, and the copies' GB/s.
+// Each process allocates a source, destinations that the other process copies into, and two
+// scratch buffers. A destination is shared either through a legacy IPC handle (cudaIpcGetMemHandle,
+// opened with cudaIpcMemLazyEnablePeerAccess, as lib/transport.c does) or through a cuMem
+// allocation exported as a POSIX file descriptor and mapped by the peer (cuMemImportFromShareableHandle,
+// cuMemMap, cuMemSetAccess for the peer's GPU only). Then both GPUs at once copy their source into
+// the peer's destination in 16 MB pieces, one after another on one stream: into the whole
+// destination in turn, or into a ring of three pieces (as the library's staging rows), the ring
+// either a 48 MB allocation or one of 48 MB + kOdd bytes ("odd size"; cuMem allocations are whole
+// pages). They do this alone, or beside SM copies of the same bytes on a second stream, one per copy
+// once that copy is done (as the staged path copies each piece out of staging): between the two
+// scratch buffers, or out of our own destination at that piece's place into scratch ("copy out";
+// no back-pressure: the bytes are not checked). Each line gives the slower process's time for the
+// copies alone (the second stream is not waited for), best of the iterations, the copies' GB/s,
+// the mean over the iterations, and the best iteration's time until the SM copies were done too.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -55,6 +59,8 @@
   } while (0)
 
 constexpr size_t kPiece = (size_t)16 << 20;
+constexpr size_t kRing = 3;       // a "ring" destination: three pieces in turn, as the library's staging rows
+constexpr size_t kOdd = 21760;    // the "odd size" ring's allocation is this much past 48 MB
 
 // The socket to the other process: whole messages, one file descriptor alongside when asked.
 static int sock;
@@ -164,18 +170,21 @@ static char *share_ipc(size_t bytes, char **mine) {
 
 static void run(int rank, size_t bytes, int iters) {
   CHECK(cudaSetDevice(rank));
-  char *src, *scratch, *dst_ipc, *dst_cumem, *mine_ipc, *mine_cumem;
+  char *src, *scratch, *mine_ipc, *mine_cumem, *mine_ring, *mine_odd;
   CHECK(cudaMalloc((void **)&src, bytes));
   CHECK(cudaMalloc((void **)&scratch, 2 * bytes));
   CHECK(cudaMemset(src, rank + 1, bytes));
-  dst_ipc = share_ipc(bytes, &mine_ipc);
-  dst_cumem = share_cumem(rank, bytes, &mine_cumem);
+  char *const dst_ipc = share_ipc(bytes, &mine_ipc);
+  char *const dst_cumem = share_cumem(rank, bytes, &mine_cumem);
+  char *const dst_ring = share_ipc(kRing * kPiece, &mine_ring);
+  char *const dst_odd = share_ipc(kRing * kPiece + kOdd, &mine_odd);
   cudaStream_t copies, sm;
-  cudaEvent_t start, stop, fork;
+  cudaEvent_t start, stop, fork, sm_done;
   CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&sm, cudaStreamNonBlocking));
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventCreate(&sm_done));
   CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
   std::vector<cudaEvent_t> copied((bytes + kPiece - 1) / kPiece);
   for (auto &e : copied) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -184,16 +193,29 @@ static void run(int rank, size_t bytes, int iters) {
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("# ipcprobe: 2 processes, GPUs 0 and 1 (%s), %zu MB each way in 16 MB copies, best of %d\n", prop.name,
            bytes >> 20, iters);
-    printf("# %-12s %-22s %10s %10s\n", "mapping", "beside the copies", "ms", "GB/s");
+    printf("# %-28s %-20s %8s %8s %8s %8s\n", "destination", "beside the copies", "ms", "GB/s", "mean ms",
+           "ms, all");
   }
   struct {
     const char *name;
-    int blocks;  // SM copy beside the copies (0: none)
-  } sides[] = {{"nothing", 0}, {"SM copy, 16 blocks", 16}, {"SM copy, 132 blocks", 132}};
-  for (int mapping = 0; mapping < 2; mapping++) {
-    char *dst = mapping ? dst_cumem : dst_ipc;
+    char *dst, *arrived;  // the peer's destination mapped here, and ours
+    size_t ring;          // 0: the whole destination in turn; else pieces go to kRing places in turn
+  } dests[] = {{"cudaIpc, whole", dst_ipc, mine_ipc, 0},
+               {"cuMem fd, whole", dst_cumem, mine_cumem, 0},
+               {"cudaIpc, ring", dst_ring, mine_ring, kRing},
+               {"cuMem fd, ring", dst_cumem, mine_cumem, kRing},
+               {"cudaIpc, ring, odd size", dst_odd, mine_odd, kRing}};
+  struct {
+    const char *name;
+    int blocks;     // SM copy beside the copies (0: none)
+    bool copy_out;  // from what the peer wrote into our destination (else between scratch buffers)
+  } sides[] = {{"nothing", 0, false},
+               {"SM copy, 16 blocks", 16, false},
+               {"SM copy, 132 blocks", 132, false},
+               {"SM copy out, 132", 132, true}};
+  for (auto &dest : dests) {
     for (auto &side : sides) {
-      float best = 1e30f;
+      float best = 1e30f, best_all = 0, sum = 0;
       for (int it = -1; it < iters; it++) {
         host_barrier();
         CHECK(cudaEventRecord(start, copies));
@@ -201,32 +223,40 @@ static void run(int rank, size_t bytes, int iters) {
         CHECK(cudaStreamWaitEvent(sm, fork, 0));
         for (size_t off = 0; off < bytes; off += kPiece) {
           const size_t len = kPiece < bytes - off ? kPiece : bytes - off;
-          CHECK(cudaMemcpyAsync(dst + off, src + off, len, cudaMemcpyDeviceToDevice, copies));
+          const size_t at = dest.ring ? off / kPiece % dest.ring * kPiece : off;  // in the destination
+          CHECK(cudaMemcpyAsync(dest.dst + at, src + off, len, cudaMemcpyDeviceToDevice, copies));
           if (side.blocks) {  // paced as the copies out of staging are: one per copy, once it is done
             CHECK(cudaEventRecord(copied[off / kPiece], copies));
             CHECK(cudaStreamWaitEvent(sm, copied[off / kPiece], 0));
-            local_copy<<<side.blocks, kCopyThreads, 0, sm>>>((uint4 *)(scratch + off),
-                                                            (const uint4 *)(scratch + bytes + off), len / 16);
+            const char *from = side.copy_out ? dest.arrived + at : scratch + bytes + off;
+            local_copy<<<side.blocks, kCopyThreads, 0, sm>>>((uint4 *)(scratch + off), (const uint4 *)from,
+                                                            len / 16);
             CHECK(cudaGetLastError());
           }
         }
         CHECK(cudaEventRecord(stop, copies));
+        CHECK(cudaEventRecord(sm_done, sm));
         CHECK(cudaDeviceSynchronize());
-        float ms;
+        float ms, ms_all;
         CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CHECK(cudaEventElapsedTime(&ms_all, start, sm_done));
         ms = slower(ms);
-        if (it >= 0 && ms < best) best = ms;
+        ms_all = slower(ms_all > ms ? ms_all : ms);
+        if (it < 0) continue;  // warm-up
+        sum += ms;
+        if (ms < best) best = ms, best_all = ms_all;
       }
       if (rank == 0) {
-        printf("  %-12s %-22s %10.3f %10.1f\n", mapping ? "cuMem fd" : "cudaIpc", side.name, best,
-               bytes / (best * 1e-3) / 1e9);
+        printf("  %-28s %-20s %8.3f %8.1f %8.3f %8.3f\n", dest.name, side.name, best, bytes / (best * 1e-3) / 1e9,
+               sum / iters, best_all);
         fflush(stdout);
       }
     }
   }
   host_barrier();  // neither unmaps what the other may still copy into
-  CHECK(cudaIpcCloseMemHandle(dst_ipc));
-  CHECK(cudaFree(mine_ipc));
+  for (char *p : {dst_ipc, dst_ring, dst_odd}) CHECK(cudaIpcCloseMemHandle(p));
+  host_barrier();
+  for (char *p : {mine_ipc, mine_ring, mine_odd}) CHECK(cudaFree(p));
 }
 
 int main(int argc, char **argv) {
