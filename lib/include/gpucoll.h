@@ -297,8 +297,8 @@ GC_API gc_result_t gc_tune_reset(gc_comm_t comm);
  * On a host-only rank it returns host memory. gc_mem_free is collective too.
  * gc_buffer_alloc is local: device memory of the communicator's GPU (on_device = 1) or pinned
  * host memory (on_device = 0; plain host memory on host-only ranks).
- * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines ran up to a quarter
- * slower into allocations of other sizes (H200). Buffers of your own are best sized so too.
+ * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines ran up to 29%
+ * slower into allocations of other sizes while the SMs were busy (H200). Size your own so too.
  * ------------------------------------------------------------------------------------------- */
 GC_API gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out);
 GC_API gc_result_t gc_mem_free(gc_comm_t comm, void *ptr);
