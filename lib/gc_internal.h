@@ -111,18 +111,19 @@ GC_HIDDEN void gc__clear_error(gc_comm_t comm);
     }                                                                                   \
   } while (0)
 
-/* A kernel launcher's status (a cudaError_t value) as a result: "<what> kernel launch failed". */
-/* Device allocations that copy engines copy into or out of, from 2 MB up, are whole 2 MB pages. 2 x
- * H200, 512 MB in 16 MB copies both ways into a 3-buffer ring in the peer's cudaMalloc allocation
- * (run 119, bench/results/plain-h200x2/xp_env_run119.txt): in allocations of 50 and 94 MB the
- * copies ran at 358-360 GB/s, 363-364 while the SMs copied out of the ring; in ones 21760 bytes
- * past a 2 MB multiple, at 350-352 and 260-275, wherever the ring sat in them. The communicator's
- * own allocation (signals, push and LL areas, staging) was such a one until then. */
+/* Device allocations that copy engines copy into or out of, from 2 MB up, are whole 2 MB pages.
+ * 2 x H200, 512 MB in 16 MB copies both ways into a 3-buffer ring in the peer's cudaMalloc
+ * allocation (run 119, bench/results/plain-h200x2/xp_env_run119.txt): in allocations of 50 and
+ * 94 MB the copies ran at 359-360 GB/s alone and 364 while the SMs copied out of the ring; in
+ * ones 21760 bytes past a 2 MB multiple, at 350-358 and 260-275, wherever the ring sat in them.
+ * The communicator's own allocation (signals, push and LL areas, staging) was such a one until
+ * then. */
 static inline size_t gc__whole_pages(size_t bytes) {
   const size_t page = (size_t)2 << 20;
   return bytes < page ? bytes : (bytes + page - 1) & ~(page - 1);
 }
 
+/* A kernel launcher's status (a cudaError_t value) as a result: "<what> kernel launch failed". */
 static inline gc_result_t gc__launched(gc_comm_t comm, int err, const char *what) {
   if (err != 0)
     return GC_FAIL(comm, GC_ERR_CUDA, "%s kernel launch failed: %s", what, cudaGetErrorString((cudaError_t)err));
