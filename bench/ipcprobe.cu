@@ -30,16 +30,9 @@
 
 #include <vector>
 
-#include "local_copy.cuh"
+constexpr const char *kProbeName = "ipcprobe";
+#include "probe.cuh"
 
-#define CHECK(x)                                                                                        \
-  do {                                                                                                  \
-    cudaError_t e_ = (x);                                                                               \
-    if (e_ != cudaSuccess) {                                                                            \
-      fprintf(stderr, "ipcprobe: %s failed at %s:%d: %s\n", #x, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                                          \
-    }                                                                                                   \
-  } while (0)
 #define CHECK_CU(x)                                                                         \
   do {                                                                                      \
     CUresult r_ = (x);                                                                      \

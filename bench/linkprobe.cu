@@ -30,17 +30,8 @@
 #include <vector>
 
 #include "bulk.cuh"
-#include "local_copy.cuh"
-
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "linkprobe: %s failed at %s:%d: %s\n", #x, __FILE__, __LINE__,         \
-              cudaGetErrorString(e_));                                                        \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
+constexpr const char *kProbeName = "linkprobe";
+#include "probe.cuh"
 
 constexpr int kMaxGpus = 8;
 constexpr int kThreads = 512;  // threads per block of every kernel launch
@@ -191,7 +182,6 @@ __global__ void pace(Flags f, int me, int n, int step, int from) {
       for (long spin = 0; mine[p] < step; spin++)
         if (spin > (1L << 30)) __trap();  // a peer that never reports: fail, do not hang
 }
-
 
 // Enqueues GPU d's copies on its streams (stream 0 begins and ends them), one region per peer:
 // pushed into peer p's dst at region d, or pulled from peer p's src region d into our region p.

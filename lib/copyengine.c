@@ -374,6 +374,11 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
   const char *from = src;
   const int sending = sources >> me & 1u;
   const size_t chunks = (most + ib.row - 1) / ib.row;
+  int row_there[GC_MAX_LOCAL_RANKS], row_here[GC_MAX_LOCAL_RANKS]; /* our row at rank p, p's row here */
+  for (int p = 0; p < n; p++) {
+    row_there[p] = row_of(n, sources, me, p);
+    row_here[p] = row_of(n, sources, p, me);
+  }
   GC_CHECK(begin(comm, peers, stream));
   for (size_t c = 0; c < chunks; c++) {
     const size_t c0 = c * ib.row;
@@ -382,7 +387,7 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
       const size_t w = in_chunk(len[me], c0, ib.row);
       for (int k = 1; k < n; k++) {
         int q = (me + k) % n;
-        GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, row_of(n, sources, me, q)), from + c0, w, comm->ce_copy));
+        GC_CHECK(copy(comm, inbox_row(comm, &ib, q, c, row_there[q]), from + c0, w, comm->ce_copy));
       }
       GC_CHECK(follow(comm, comm->ce_compute, comm->ce_copy, ring_event(EV_SCATTERED, c)));
     }
@@ -391,7 +396,7 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
     for (int k = 1; k < n; k++) {
       int p = (me + k) % n;
       if (sources >> p & 1u)
-        GC_CHECK(local_copy(comm, dst + off[p] + c0, inbox_row(comm, &ib, me, c, row_of(n, sources, p, me)),
+        GC_CHECK(local_copy(comm, dst + off[p] + c0, inbox_row(comm, &ib, me, c, row_here[p]),
                             in_chunk(len[p], c0, ib.row), comm->ce_compute));
     }
     if (sending)
