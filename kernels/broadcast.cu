@@ -212,6 +212,49 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
   sync.done();
 }
 
+// Broadcast by writes through staging, for outputs peers cannot write (not from gc_mem_alloc).
+// Along the ring from root: a rank writes each piece into the next rank's staging (a.in[next],
+// slot k % GC_STAGED_SLOTS of block b, the same place on every rank) and signals it; the next rank
+// copies the piece into its output, and on into the rank after it, and then tells the rank before
+// it that the slot is free. A rank writes into a slot of the next rank only once that rank has
+// freed the piece that was there (k - GC_STAGED_SLOTS). Block b's signals carry epoch + k + 1 for
+// its k-th piece: data in the receiver's row of its sender, "free" in the sender's row of its
+// receiver (different words, one writer each). No entry barrier: a call starts with every
+// staging area free (every call ends only once its peers are done reading their own staging) and
+// with every rank's signal rows at the epochs they share. A rank that writes on ends once the next
+// rank has freed its last piece, so no staging read is left over for the next call.
+template <bool VEC>
+__global__ void GC_LAUNCH_BOUNDS broadcast_staged_kernel(const gc_kargs_t a) {
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  const int n = a.peers.nranks, me = a.peers.rank, root = a.root;
+  const int next = (me + 1) % n, prev = (me + n - 1) % n, last = (root + n - 1) % n;
+  const bool receives = me != root, forwards = me != last;
+  const size_t bytes = a.count * dtype_size(a.dtype), piece = a.piece;
+  const char *here = (const char *)a.in[me];
+  char *there = (char *)a.in[next], *own = (char *)a.recv;
+  const uint32_t base = sync.epoch;
+  uint32_t k = 0;
+  for (size_t off = blockIdx.x * piece; off < bytes; off += gridDim.x * piece, k++) {
+    const size_t len = min(piece, bytes - off);
+    const size_t slot = ((size_t)(k % GC_STAGED_SLOTS) * gridDim.x + blockIdx.x) * piece;
+    const uint32_t mark = base + k + 1;
+    // Thread prev waits for the piece, thread next for its slot there to be free.
+    const unsigned from = (receives ? 1u << prev : 0u) | (forwards && k >= GC_STAGED_SLOTS ? 1u << next : 0u);
+    if (!sync.wait_each(from, receives && (int)threadIdx.x == prev ? mark : mark - GC_STAGED_SLOTS)) return;
+    const char *src = receives ? here + slot : (const char *)a.send + off;
+    char *dst[2];
+    int nd = 0;
+    if (forwards) dst[nd++] = there + slot;
+    if (src != own + off) dst[nd++] = own + off;  // root in place: already there
+    write_piece<VEC>(src, len, dst, nd);
+    sync.signal_each((forwards ? 1u << next : 0u) | (receives ? 1u << prev : 0u), mark);
+  }
+  if (forwards && k && !sync.wait(next, base + k)) return;
+  sync.epoch = base + k;
+  sync.done();
+}
+
 }  // namespace gc
 
 extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t s) {
@@ -243,4 +286,14 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   for (int p = 0; p < n; p++) vec &= gc::aligned16(a->pub[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
   return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
+}
+
+extern "C" int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t s) {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  // Units of 16 bytes where this rank's own pointers allow (pieces and staging are 16-byte
+  // multiples); the choice is this rank's alone: pieces and signals do not depend on it.
+  bool vec = gc::aligned16(a->recv) && (a->peers.rank != a->root || gc::aligned16(a->send));
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<true>, *a);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<false>, *a);
 }

@@ -115,6 +115,11 @@ int gc_kernel_allgather(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream);
 /* Broadcast by writes (a->send: root's data; a->pub[r]: rank r's output, from gc_mem_alloc). */
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
+/* Broadcast by writes through staging, for any outputs (broadcast.cu): along the ring from root,
+ * a->piece bytes per piece (a 16-byte multiple), each into the next rank's staging a->in[next] at
+ * slot (k % GC_STAGED_SLOTS, block), which must hold GC_STAGED_SLOTS x a->blocks x a->piece bytes. */
+#define GC_STAGED_SLOTS 3
+int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Reduce-scatter by writes, pipelined (bywrites.cu). region[q] (rows 1) is rank q's part of every
  * rank's input a->send (any pointer); rank q reduces it into a->recv. The grid is 2S blocks, S <=

@@ -134,7 +134,8 @@ static size_t bywrites_slot(gc_comm_t comm) {
  * bench/results/plain-h200x2/forced_*_run118.txt), staged against the kernels at 64 / 128 / 256
  * MB: all-reduce 279.8 / 476.1 / 862.0 against the two-shot by writes' 255.9 / 511.7 / 1021.4;
  * all-gather 148.8 / 240.9 / 429.1 against the one-shot's 138.4 / 275.9 / 551.0; broadcast 224.4
- * / 408.5 / 773.4 against 225.0 / 450.1 / 899.4. 3+ GPUs: not measured. 1 GPU: no peers. */
+ * / 408.5 / 773.4 against 225.0 / 450.1 / 899.4 (since run 123 the broadcast takes the kernel by
+ * writes through staging instead: p2p_broadcast). 3+ GPUs: not measured. 1 GPU: no peers. */
 static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes) {
   if (comm->local_size < 2) return 0;
   if (!plan->from_table) return 1;
@@ -466,6 +467,24 @@ static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
   return comm->local_size > 2 && bytes > owners_up_to;
 }
 
+/* Broadcast by writes through staging (2 GPUs, outputs peers cannot write): pieces as the ring's
+ * (about four per block, 8-64 KB; GC_PUSH_PIECE), GC_STAGED_SLOTS per block in the first half of
+ * the next rank's staging. Less room takes smaller pieces, down to 4 KB, then fewer blocks: the
+ * smallest staging area (64 KB) still holds two blocks' slots. */
+static void broadcast_staged_grid(gc_comm_t comm, size_t bytes, gc_kargs_t *a) {
+  const size_t room = staging_half(comm) / GC_STAGED_SLOTS; /* one slot of every block */
+  size_t blocks = (size_t)a->blocks, piece = comm->push_piece ? comm->push_piece : bytes / (blocks * 4);
+  piece = (piece + 15) & ~(size_t)15;
+  if (!comm->push_piece) piece = piece < 8192 ? 8192 : piece > 65536 ? 65536 : piece;
+  if (blocks * piece > room) piece = (room / blocks) & ~(size_t)15;
+  if (piece < 4096) {
+    piece = 4096;
+    blocks = room / piece;
+  }
+  a->blocks = (int)blocks;
+  a->piece = piece;
+}
+
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                  int root, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
@@ -490,6 +509,11 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
+  /* Outputs peers cannot write on 2 GPUs: by writes through staging wherever the table says
+   * copy engines too. 2 x H200, bf16, --eager, forced, us (run 123,
+   * bench/results/plain-h200x2/bc_forced_*_run123.txt): by writes 191.0 / 739.3 / 2925.4 at 64 /
+   * 256 MB / 1 GB against the staged copy engines' 225.2 / 771.8 / 2949.7. */
+  if (plan->algo == GC_ALGO_COPYENGINE && !zero && n == 2 && plan->from_table) plan->algo = GC_ALGO_TWOSHOT_PUSH;
   if (plan->algo == GC_ALGO_COPYENGINE) {
     if (!zero && staged(comm, plan, count * es)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
@@ -503,8 +527,21 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
     }
   }
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH && !zero && n == 2) {
+    /* Peers cannot write our output: root's pieces go through our staging (broadcast.cu). From
+     * 32 MB it beats LL (run 123, forced: 101.5 / 191.0 us at 32 / 64 MB against 104.2 / 208.1;
+     * 16 MB 58.25 against 52.30). 3+ GPUs: not measured; they take the two-stage pull. */
+    gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
+    broadcast_staged_grid(comm, count * es, &a);
+    a.root = root;
+    a.send = me == root ? send : NULL;
+    a.recv = recv;
+    a.count = count;
+    for (int r = 0; r < n; r++) a.in[r] = staging_in(comm, r);
+    return gc__launched(comm, gc_kernel_broadcast_staged(&a, stream), "broadcast");
+  }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-    GC_CHECK(usable_or(comm, o, zero, "a recvbuf from gc_mem_alloc",
+    GC_CHECK(usable_or(comm, o, zero, "a recvbuf from gc_mem_alloc on 3 or more GPUs",
                        n > 2 && count * es > ((size_t)1 << 20) ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);

@@ -106,7 +106,8 @@ static const row_t rows[] = {
      * 1 / 16 KB against LL's 3.23 / 3.33; LL 3.45 / 3.85 / 5.95 / 14.74 / 52.81 at 64 KB / 256 KB /
      * 1 / 4 / 16 MB against the one-shot's 3.90 / 4.73 / 10.41 / 20.65 and the by-writes kernel's
      * 54.46 at 16 MB; by writes 100.4 / 189.6 at 32 / 64 MB against LL's 105.7 / 211.4; one copy
-     * engine copy 721.4 at 256 MB against 733.1. */
+     * engine copy 721.4 at 256 MB against 733.1. Outputs peers cannot write: LL to 16 MB, then
+     * by writes through staging at every size (coll.c p2p_broadcast, run 123). */
     {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},

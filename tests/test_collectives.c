@@ -464,10 +464,7 @@ static void test_copyengine(void) {
 
 /* ---- broadcast by writes (twoshot_push) -------------------------------------------------------- */
 
-static void test_broadcast_push(void) {
-  if (!gc_test_peer_gpus("broadcast by writes", 2)) return;
-  mode_algo = GC_ALGO_TWOSHOT_PUSH;
-  mode_symmetric = 1;
+static int broadcast_push_cases(void) {
   int bad = 0;
   static const size_t counts[] = {0, 1, 3, 1021, 65537, 1048573};
   for (int root = 0; root < gc_test_size; root++)
@@ -482,14 +479,32 @@ static void test_broadcast_push(void) {
     bad += !run_bc(GC_BFLOAT16, 77777, root, 1);
     bc_offset = 0;
   }
-  /* Outputs must be symmetric: asking with a plain one is an error, and says why. */
+  return bad;
+}
+
+static int broadcasts_queued(gc_algo_t algo);
+
+static void test_broadcast_push(void) {
+  if (!gc_test_peer_gpus("broadcast by writes", 2)) return;
+  mode_algo = GC_ALGO_TWOSHOT_PUSH;
+  mode_symmetric = 1;
+  int bad = broadcast_push_cases();
   mode_symmetric = 0;
-  void *buf = gc_test_alloc(4096);
-  gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
-  CU_ASSERT_EQUAL(gc_broadcast_ex(buf, buf, 1024, GC_FLOAT32, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
-  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
-  gc_test_free(buf);
+  if (gc_test_size == 2) {
+    /* Outputs peers cannot write, 2 GPUs: through the receiver's staging; on a 1 MB staging area
+     * 4 KB pieces on 42 blocks, each piece's slot reused many times a call. */
+    bad += broadcast_push_cases();
+    bad += on_small_staging(broadcast_push_cases);
+    bad += !broadcasts_queued(GC_ALGO_TWOSHOT_PUSH);
+  } else {
+    /* 3+ GPUs: outputs must be symmetric; asking with a plain one is an error, and says why. */
+    void *buf = gc_test_alloc(4096);
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = GC_ALGO_TWOSHOT_PUSH;
+    CU_ASSERT_EQUAL(gc_broadcast_ex(buf, buf, 1024, GC_FLOAT32, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "gc_mem_alloc"));
+    gc_test_free(buf);
+  }
   mode_algo = GC_ALGO_AUTO;
   CU_ASSERT_EQUAL(bad, 0);
 }
@@ -545,39 +560,47 @@ static void test_rs_bywrites(void) {
 
 /* ---- barrier-free one-shot (oneshot_ll) ------------------------------------------------------- */
 
-/* LL broadcasts queued back to back from one root with no synchronisation, sizes changing
- * between direct and relayed, an LL all-gather among them: the root needs nobody's data and
- * would run ahead of its readers if it did not wait for every rank to start each call. */
-static int ll_broadcasts_queued(void) {
+/* Broadcasts queued back to back with no synchronisation, sizes changing, another collective of
+ * the same algorithm among them. LL (plain buffers, one root, sizes between direct and relayed,
+ * an all-gather among them): the root needs nobody's data and would run ahead of its readers if
+ * it did not wait for every rank to start each call. By writes through staging (2 GPUs, plain
+ * outputs, roots taking turns, a two-shot all-reduce by writes among them): no entry barrier, so
+ * a call's first pieces may land while the receiver still finishes the call before. */
+static int broadcasts_queued(gc_algo_t algo) {
   enum { QUEUED = 12 };
-  static const size_t qn[QUEUED] = {5, 200000, 4099, 131075, 1, 65537, 300001, 77, 262144, 9, 150000, 3};
-  const size_t slice = 300032;
-  const int root = gc_test_size - 1, me = gc_test_rank;
+  static const size_t ll_n[QUEUED] = {5, 200000, 4099, 131075, 1, 65537, 300001, 77, 262144, 9, 150000, 3};
+  static const size_t staged_n[QUEUED] = {5, 4000037, 4099, 131075, 1, 2000003, 300001, 77, 3999999, 9, 150000, 3};
+  const int ll = algo == GC_ALGO_ONESHOT_LL, me = gc_test_rank;
+  const size_t *qn = ll ? ll_n : staged_n, slice = ll ? 300032 : 4000064;
+  const char *what = ll ? "LL broadcast" : "broadcast by writes through staging";
+  int root[QUEUED];
+  for (int i = 0; i < QUEUED; i++) root[i] = ll ? gc_test_size - 1 : i % gc_test_size;
   char *send = gc_test_alloc(QUEUED * slice * 2), *recv = gc_test_alloc(QUEUED * slice * 2);
   char *part = gc_test_alloc(64), *gathered = gc_test_alloc(64 * (size_t)gc_test_size);
   gc_test_fill(part, 32, GC_BFLOAT16, me, 1300);
-  for (int i = 0; i < QUEUED; i++) gc_test_fill(send + i * slice * 2, qn[i], GC_BFLOAT16, root, 1310 + i);
+  for (int i = 0; i < QUEUED; i++) gc_test_fill(send + i * slice * 2, qn[i], GC_BFLOAT16, root[i], 1310 + i);
   gc_test_poison(recv, QUEUED * slice * 2);
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_ONESHOT_LL;
+  o.algo = algo;
   gc_result_t r = GC_SUCCESS;
   for (int i = 0; i < QUEUED && r == GC_SUCCESS; i++) {
-    r = gc_broadcast_ex(me == root ? send + i * slice * 2 : NULL, recv + i * slice * 2, qn[i], GC_BFLOAT16, root,
-                        gc_test_comm, stream, &o);
+    r = gc_broadcast_ex(me == root[i] ? send + i * slice * 2 : NULL, recv + i * slice * 2, qn[i], GC_BFLOAT16,
+                        root[i], gc_test_comm, stream, &o);
     if (r == GC_SUCCESS && i == QUEUED / 2)
-      r = gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o);
+      r = ll ? gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o)
+             : gc_allreduce_ex(part, gathered, 32, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
   }
-  int ok = finished(r == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : r, "LL broadcasts queued");
+  int ok = finished(r == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : r, what);
   unsigned short *h = malloc(slice * 2), *want = malloc(slice * 2);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
   for (int i = 0; i < QUEUED && ok; i++) {
     gc_test_download(h, recv + i * slice * 2, qn[i] * 2);
-    expected_input(want, GC_BFLOAT16, root, 1310 + i, qn[i]);
+    expected_input(want, GC_BFLOAT16, root[i], 1310 + i, qn[i]);
     if (memcmp(h, want, qn[i] * 2) != 0) {
-      fprintf(stderr, "[rank %d] LL broadcast %d of %d queued (%zu elements): wrong data\n", me, i, QUEUED, qn[i]);
+      fprintf(stderr, "[rank %d] %s %d of %d queued (%zu elements): wrong data\n", me, what, i, QUEUED, qn[i]);
       ok = 0;
     }
   }
@@ -625,7 +648,7 @@ static void test_ll(void) {
     bad += !run_bc(GC_BFLOAT16, 9437189, root, root & 1);
     bc_offset = 0;
   }
-  bad += !ll_broadcasts_queued();
+  bad += !broadcasts_queued(GC_ALGO_ONESHOT_LL);
   /* What LL cannot carry is refused by name: integers, column blocks, an all-gather of more than
    * a generation. */
   void *send = gc_test_alloc((size_t)16 << 20), *recv = gc_test_alloc((size_t)16 << 20);
