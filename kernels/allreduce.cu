@@ -138,16 +138,31 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_kernel(const gc_kargs_t a) {
   sync.done();
 }
 
+// Slice q of a chunk of `packs` packs, laid out as in a chunk of `full` packs and cut at the
+// chunk's end: every pack keeps its place, and so its thread, from chunk to chunk.
+__device__ __forceinline__ void chunk_slice(size_t full, size_t packs, int n, int q, size_t *p0, size_t *pn) {
+  slice_lines(full, n, q, p0, pn);
+  const size_t end = min(*p0 + *pn, packs);
+  *p0 = min(*p0, packs);
+  *pn = end - *p0;
+}
+
 // Two-shot by writes. a.in[r] is rank r's inbox (staging), a.pub[r] where rank r's output is
-// assembled (its symmetric recv, or its staging); a.send this rank's input. Packs are 16 bytes of
-// input, the last one partial; rank q owns the packs of slice q (slice_lines), and inbox rows
-// hold the largest slice.
-//   1. every rank writes slice q of its input into rank q's inbox, row `rank`;
+// assembled (its symmetric recv, or its staging); a.send this rank's input. The input goes in
+// chunks of a.chunk elements (0: one), each chunk's inbox rows and pub fitting staging. Packs are
+// 16 bytes of input, the last one partial; in a chunk rank q owns the packs of slice q
+// (chunk_slice), and inbox rows hold the largest slice. Per chunk:
+//   1. every rank writes slice q of its input into rank q's inbox, row `rank`; a rank whose pub
+//      is not its output copies the previous chunk's other slices from its pub there (local);
 //   2. barrier; rank q reduces its inbox rows in rank order and writes the result into every
-//      rank's pub, at the slice's place;
-//   3. barrier; ranks whose pub is not their output copy it there (local).
-// No closing barrier: peers write our inbox and pub again only after the next call's first
-// barrier, which we reach only when done with this call.
+//      other rank's pub, at the slice's place, and into its own output;
+//   3. barrier.
+// After the last chunk, its copy out of the pub. Every pack of a chunk has the same thread on
+// every rank and in every chunk, and the barriers are per block: so a pub or inbox place is
+// written again (next chunk) only after the block that reads it has passed the barrier that
+// follows its read (run 16 failed with packs spread over blocks). No closing barrier: peers
+// write our inbox and pub again only after the next call's first barrier, which we reach only
+// when done with this call.
 // put_bytes (common.cuh) stores to destinations at any offset.
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
@@ -156,52 +171,67 @@ __global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
   Sync sync(a.peers);
   const int n = a.peers.nranks, me = a.peers.rank;
   const size_t es = sizeof(T), os = dtype_size(a.ep.out_dtype);
-  const size_t in_bytes = a.count * es, packs = (in_bytes + 15) / 16;
-  const size_t lines = (packs + GC_LINE_PACKS - 1) / GC_LINE_PACKS, row = (lines + n - 1) / n * GC_LINE_PACKS;
+  const size_t chunk = a.chunk && a.chunk < a.count ? a.chunk : a.count, full = (chunk * es + 15) / 16;
+  const size_t lines = (full + GC_LINE_PACKS - 1) / GC_LINE_PACKS, row = (lines + n - 1) / n * GC_LINE_PACKS;
   const size_t G = grid_threads(), gt = global_thread();
-  const char *send = (const char *)a.send;
-
-  // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
-  // with the next rank, so no GPU takes every writer at once.
-  for (int i = 1; i <= n; i++) {
-    const int q = (me + i) % n;
-    size_t q0, qn;
-    slice_lines(packs, n, q, &q0, &qn);
-    unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
-    for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
-  }
-  if (!sync.barrier()) return;
-
-  // 2. reduce our slice from the inbox (local), write the result to every rank.
-  size_t s0, sn;
-  slice_lines(packs, n, me, &s0, &sn);
-  const unsigned char *inbox = (const unsigned char *)a.in[me];
+  const bool pub_is_out = a.pub[me] == a.recv;  // symmetric outputs: pubs advance with the chunk
   const bool plain = is_plain<T, A>(a, a.pub[me]);
-  for (size_t j = gt; j < sn; j += G) {
-    A acc[E];
-    reduce_local<T, A, OPK>(inbox + j * 16, row * 16, n, a.op, acc);
-    const size_t first = (s0 + j) * E;
-    alignas(16) unsigned char out[64];
-    const size_t bytes = pack_results<T, A>(a, acc, first, (int)min((size_t)E, a.count - first), plain, out);
-#pragma unroll
-    for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
-      if (p < n) put_bytes((unsigned char *)a.pub[p] + first * os, out, bytes);
-  }
-  if (!sync.barrier()) return;
+  unsigned char *const recv = (unsigned char *)a.recv;
 
-  // 3. our pub holds every slice; copy it to the output unless it is the output (local). The
-  // barrier above is per block, so pack j of slice q is copied by the thread whose counterpart on
-  // rank q wrote it (thread j), never by another block (run 16 failed with all packs spread).
-  if (a.pub[me] != a.recv)
+  // The other slices of the chunk at c0 (cn elements), from our pub into our output.
+  auto copy_out = [&](size_t c0, size_t cn) {
+    const size_t packs = (cn * es + 15) / 16;
     for (int q = 0; q < n; q++) {
+      if (q == me) continue;
       size_t q0, qn;
-      slice_lines(packs, n, q, &q0, &qn);
+      chunk_slice(full, packs, n, q, &q0, &qn);
       for (size_t j = gt; j < qn; j += G) {
         const size_t first = (q0 + j) * E;
-        put_bytes((unsigned char *)a.recv + first * os, (const unsigned char *)a.pub[me] + first * os,
-                  min((size_t)E, a.count - first) * os);
+        put_bytes(recv + (c0 + first) * os, (const unsigned char *)a.pub[me] + first * os,
+                  min((size_t)E, cn - first) * os);
       }
     }
+  };
+
+  size_t prev0 = 0, prevn = 0;
+  for (size_t c0 = 0; c0 < a.count; c0 += chunk) {
+    const size_t cn = min(chunk, a.count - c0), in_bytes = cn * es, packs = (in_bytes + 15) / 16;
+    const char *send = (const char *)a.send + c0 * es;
+    // 1. scatter our input by writes: slice q goes to rank q's inbox, row `me`. Each rank starts
+    // with the next rank, so no GPU takes every writer at once.
+    for (int i = 1; i <= n; i++) {
+      const int q = (me + i) % n;
+      size_t q0, qn;
+      chunk_slice(full, packs, n, q, &q0, &qn);
+      unsigned char *inbox = (unsigned char *)a.in[q] + (size_t)me * row * 16;
+      for (size_t j = gt; j < qn; j += G) *(uint4 *)(inbox + j * 16) = load_unit(send, in_bytes, q0 + j);
+    }
+    if (prevn && !pub_is_out) copy_out(prev0, prevn);  // local, while our writes cross NVLink
+    if (!sync.barrier()) return;
+
+    // 2. reduce our slice from the inbox (local), write the result to every rank: ours straight
+    // into our output (where our pub is staging, that saves copying our slice out of it).
+    size_t s0, sn;
+    chunk_slice(full, packs, n, me, &s0, &sn);
+    const unsigned char *inbox = (const unsigned char *)a.in[me];
+    const size_t pub_at = pub_is_out ? c0 : 0;
+    for (size_t j = gt; j < sn; j += G) {
+      A acc[E];
+      reduce_local<T, A, OPK>(inbox + j * 16, row * 16, n, a.op, acc);
+      const size_t first = (s0 + j) * E;
+      alignas(16) unsigned char out[64];
+      const size_t bytes = pack_results<T, A>(a, acc, c0 + first, (int)min((size_t)E, cn - first), plain, out);
+#pragma unroll
+      for (int p = 0; p < GC_MAX_LOCAL_RANKS; p++)
+        if (p < n)
+          put_bytes(p == me ? recv + (c0 + first) * os : (unsigned char *)a.pub[p] + (pub_at + first) * os, out, bytes);
+    }
+    if (!sync.barrier()) return;
+    prev0 = c0;
+    prevn = cn;
+  }
+  // 3. the last chunk's other slices, from our pub into our output (local).
+  if (prevn && !pub_is_out) copy_out(prev0, prevn);
   sync.done();
 }
 

@@ -89,6 +89,7 @@ typedef struct gc_kargs {
   int pdl;
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
   size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
+  size_t chunk;      /* two-shot by writes: elements per chunk (0 = all in one), a multiple of 16 */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
   int control;       /* reduce-scatter by writes: 1 = the senders' last warp waits and signals (control_pipeline) */
 } gc_kargs_t;

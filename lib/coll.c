@@ -254,25 +254,21 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     int out_sym = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     /* Inboxes are the staging inputs; results land in symmetric recvs, else in staging. Each
      * chunk's n inbox rows (ceil(lines / n) lines of GC_LINE_PACKS packs each) fit half the staging
-     * area. */
+     * area; one kernel takes every chunk. */
     const size_t per_line_row = GC_LINE_PACKS * (size_t)n;
     size_t chunk_packs = staging_half(comm) / 16 / per_line_row * per_line_row;
     size_t chunk = chunk_packs * 16 / es;
     if (!out_sym && chunk > staging_half(comm) / os) chunk = (staging_half(comm) / os) & ~(size_t)15;
     gc_kargs_t a = base_args(comm, plan, o, dtype, op);
-    for (size_t c0 = 0; c0 < count; c0 += chunk) {
-      size_t cn = count - c0 < chunk ? count - c0 : chunk;
-      for (int r = 0; r < n; r++) {
-        a.in[r] = staging_in(comm, r);
-        a.pub[r] = out_sym ? (char *)sym_out[r] + c0 * os : staging_pub(comm, r);
-      }
-      a.send = (const char *)send + c0 * es;
-      a.recv = (char *)recv + c0 * os;
-      a.count = cn;
-      a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
-      GC_CHECK(gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce"));
+    for (int r = 0; r < n; r++) {
+      a.in[r] = staging_in(comm, r);
+      a.pub[r] = out_sym ? sym_out[r] : staging_pub(comm, r);
     }
-    return GC_SUCCESS;
+    a.send = send;
+    a.recv = recv;
+    a.count = count;
+    a.chunk = chunk;
+    return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce");
   }
   /* One-shot in place on a symmetric buffer would overwrite data peers are still reading. */
   int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in) && !(send == recv && plan->algo == GC_ALGO_ONESHOT);

@@ -140,6 +140,21 @@ static void test_small_staging_chunks(void) {
     check_allreduce(c, "chunked f32 sum", a, b, n, GC_FLOAT32, GC_SUM, &o, 400 + algo);
     check_allreduce(c, "chunked bf16 in place", a, a, n, GC_BFLOAT16, GC_SUM, &o, 410 + algo);
   }
+  /* The two-shot by writes takes every chunk in one kernel: epilogues index the add vector by the
+   * whole call's element, a wider output takes smaller chunks, a residual added in place. */
+  void *add = gc_test_alloc(n * 2);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  o.scale = 0.5;
+  o.add = add;
+  o.out_dtype = GC_FLOAT32;
+  gc_test_fill(add, n, GC_BFLOAT16, -1, 440);
+  check_allreduce(c, "chunked bf16 scale+add -> f32", a, b, n, GC_BFLOAT16, GC_SUM, &o, 441);
+  o.out_dtype = GC_DTYPE_SAME;
+  o.add = b;
+  gc_test_fill(b, n, GC_BFLOAT16, -1, 442);
+  check_allreduce(c, "chunked bf16 residual in place", a, b, n, GC_BFLOAT16, GC_SUM, &o, 443);
+  gc_test_free(add);
   /* all-gather of parts larger than staging */
   gc_test_fill(a, n, GC_FLOAT32, gc_test_rank, 420);
   gc_test_poison(b, n * 4 * gc_test_size);
