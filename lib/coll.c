@@ -129,17 +129,19 @@ static size_t bywrites_slot(gc_comm_t comm) {
 }
 
 /* Outputs not from gc_mem_alloc on the copy-engine path go through staging (gc__ce_gather_staged)
- * when the algorithm was asked for, and from the table only where that measured faster than the
- * kernels: on 2 GPUs past 64 MB. 2 x H200, bf16, --eager, each forced, out of place, us (run 118,
- * bench/results/plain-h200x2/forced_*_run118.txt), staged against the kernels at 64 / 128 / 256
- * MB: all-reduce 279.8 / 476.1 / 862.0 against the two-shot by writes' 255.9 / 511.7 / 1021.4;
- * all-gather 148.8 / 240.9 / 429.1 against the one-shot's 138.4 / 275.9 / 551.0; broadcast 224.4
- * / 408.5 / 773.4 against 225.0 / 450.1 / 899.4 (since run 123 the broadcast takes the kernel by
- * writes through staging instead: p2p_broadcast). 3+ GPUs: not measured. 1 GPU: no peers. */
-static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes) {
+ * when the algorithm was asked for, and from the table only on 2 GPUs past `past` bytes, where
+ * that measured faster than the kernels. 2 x H200, bf16, --eager, each forced, out of place, us
+ * (bench/results/plain-h200x2/): the all-gather staged against the one-shot at 64 / 128 / 256 MB
+ * 148.8 / 240.9 / 429.1 against 138.4 / 275.9 / 551.0 (run 118, forced_*_run118.txt), so past 64
+ * MB; the all-reduce staged 280.0 / 473.0 / 881.2 / 3182.3 at 64 / 128 / 256 MB / 1 GB against the
+ * two-shot by writes' 220.5 / 413.5 / 794.5 / 3063.1 (run 127, ar_forced_*_eager_run127.txt), and the
+ * broadcast staged 225.2 / 771.8 / 2949.7 at 64 / 256 MB / 1 GB against by writes through staging
+ * 191.0 / 739.3 / 2925.4 (run 123, bc_forced_*_run123.txt): those two only when asked. 3+ GPUs: not
+ * measured. 1 GPU: no peers. */
+static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes, size_t past) {
   if (comm->local_size < 2) return 0;
   if (!plan->from_table) return 1;
-  return comm->local_size == 2 && bytes > ((size_t)64 << 20);
+  return comm->local_size == 2 && bytes > past;
 }
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
@@ -231,7 +233,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
      * where it is (the two-shot by reads copies every chunk into staging first). */
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
-    if (!out_ok && staged(comm, plan, count * es)) {
+    if (!out_ok && staged(comm, plan, count * es, SIZE_MAX)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
       return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
@@ -422,7 +424,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   if (plan->algo == GC_ALGO_COPYENGINE) {
     void *sym_out[GC_MAX_LOCAL_RANKS];
     int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
-    if (!sym && staged(comm, plan, n * count * es)) {
+    if (!sym && staged(comm, plan, n * count * es, (size_t)64 << 20)) {
       size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
       for (int r = 0; r < n; r++) {
         off[r] = r * count * es;
@@ -506,12 +508,10 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
   /* Outputs peers cannot write on 2 GPUs: by writes through staging wherever the table says
-   * copy engines too. 2 x H200, bf16, --eager, forced, us (run 123,
-   * bench/results/plain-h200x2/bc_forced_*_run123.txt): by writes 191.0 / 739.3 / 2925.4 at 64 /
-   * 256 MB / 1 GB against the staged copy engines' 225.2 / 771.8 / 2949.7. */
+   * copy engines too (measured faster at every size: staged, above). */
   if (plan->algo == GC_ALGO_COPYENGINE && !zero && n == 2 && plan->from_table) plan->algo = GC_ALGO_TWOSHOT_PUSH;
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    if (!zero && staged(comm, plan, count * es)) {
+    if (!zero && staged(comm, plan, count * es, SIZE_MAX)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       size_t off[GC_MAX_LOCAL_RANKS] = {0}, len[GC_MAX_LOCAL_RANKS] = {0};
       len[root] = count * es;

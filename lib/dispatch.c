@@ -40,7 +40,11 @@ static const row_t rows[] = {
      * 1 MB 7.24 (run 12, one pack per thread) vs two-shot by writes 9.69. */
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_ALLREDUCE, 2, 2, 16 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE}, /* 16 MB: 58.8 vs 72.2 us; 64 MB: 223.9 vs 214.2 */
+    /* The two-shot by writes (every chunk in one kernel) against the copy engines, 2 x H200, forced,
+     * us (run 127, bench/results/forced/ar2_*_run127.txt): 55.89 / 108.1 / 204.5 / 389.0 at 16 / 32 /
+     * 64 / 128 MB against 68.66 / 119.2 / 212.7 / 401.1; 767.6 / 3017.8 at 256 MB / 1 GB against
+     * 728.2 / 2774.8. Outputs peers cannot write take it at every size (coll.c `staged`). */
+    {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* 4 GPUs, us (run 14, bench/results/forced/ll4_allreduce_*_run14.txt): LL one-shot 3.62 /
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
