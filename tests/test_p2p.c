@@ -603,8 +603,8 @@ static void test_bywrites_queued(void) {
 /* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
  * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. For a
  * kernel that waits at barriers (two-shot), one that waits on data (LL), and ones that wait on
- * point-to-point signals (reduce-scatter by writes; on 2 GPUs the broadcast by writes through
- * staging, whose root waits for its slots to be freed). */
+ * point-to-point signals (reduce-scatter by writes; the broadcast by writes through staging,
+ * whose root waits for its slots to be freed). */
 enum { T_ALLREDUCE, T_REDUCESCATTER, T_BROADCAST };
 static void timeout_case(gc_algo_t algo, int kind) {
   gc_comm_t c = NULL;
@@ -644,7 +644,7 @@ static void test_forced_timeout(void) {
   timeout_case(GC_ALGO_TWOSHOT, T_ALLREDUCE);
   timeout_case(GC_ALGO_ONESHOT_LL, T_ALLREDUCE);
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
-  if (gc_test_size == 2) timeout_case(GC_ALGO_TWOSHOT_PUSH, T_BROADCAST); /* plain output: through staging */
+  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_BROADCAST); /* plain output: through staging */
 }
 
 /* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
