@@ -523,7 +523,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
     }
   }
-  if (plan->algo == GC_ALGO_TWOSHOT_PUSH && !zero) {
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH && !zero && n >= 2) {
     /* Peers cannot write our output: root's pieces go along the ring through each rank's staging
      * (broadcast.cu). 2 GPUs: from 32 MB it beats LL (run 123, forced: 101.5 / 191.0 us at 32 / 64
      * MB against 104.2 / 208.1; 16 MB 58.25 against 52.30). 4 GPUs: the two-stage pull it
