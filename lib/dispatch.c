@@ -54,7 +54,10 @@ static const row_t rows[] = {
      * writes' 9.31-9.34 (128-thread blocks), 14.86-14.98 at 1 MB against 11.81-11.97. */
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
+    /* Run 129 (the two-shot by writes in one kernel, forced/ar4_*_run129.txt): 298.6 / 587.9 /
+     * 1166.7 at 64 / 128 / 256 MB against the copy engines' 319.8 / 604.9 / 1167.5. 3 GPUs: not
+     * measured at 128 MB. */
+    {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* 8 GPUs: the push one-shot 3.72 / 4.34 at 1 / 16 KB against LL's 4.19 / 4.84; LL 5.95 / 10.22
      * at 64 / 256 KB against the one-shot's 6.09 / 13.43 and the two-shot by writes' 11.55 / 12.19;
