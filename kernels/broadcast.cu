@@ -255,6 +255,14 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_staged_kernel(const gc_kargs_t a) {
   sync.done();
 }
 
+// Bytes per piece of the broadcasts by writes: about four per block, 16-byte multiples from 8 KB
+// to `most`; `asked` (GC_PUSH_PIECE) when set.
+static size_t piece_for(size_t bytes, size_t blocks, size_t most, size_t asked) {
+  if (asked) return (asked + 15) & ~(size_t)15;
+  const size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
+  return piece < 8192 ? 8192 : piece > most ? most : piece;
+}
+
 }  // namespace gc
 
 extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t s) {
@@ -269,19 +277,16 @@ extern "C" int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStrea
 extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
-  // About four pieces per block, 16-byte multiples from 8 KB to 64 KB (through owners: 32 KB on 3+
-  // GPUs, 16 KB on 5-8 up to 64 MB): short pipelines for small data (each piece pays a signal), big
-  // pieces for large data. 4 x H200, owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and
-  // 215.4 with 64 KB (two forced runs, run 29). 8 x H200, owners, run 72
-  // (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB pieces: 47.74 / 71.82 / 122.7 /
-  // 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 / 231.5; 429.8 / 842.6 at 128 /
-  // 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
+  // Pieces: piece_for, at most 64 KB (through owners: 32 KB on 3+ GPUs, 16 KB on 5-8 up to 64 MB):
+  // short pipelines for small data (each piece pays a signal), big pieces for large data. 4 x H200,
+  // owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and 215.4 with 64 KB (two forced runs,
+  // run 29). 8 x H200, owners, run 72 (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB
+  // pieces: 47.74 / 71.82 / 122.7 / 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 /
+  // 231.5; 429.8 / 842.6 at 128 / 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;
   const int n = a->peers.nranks;
   const size_t most = a->ring || n < 3 ? 65536 : n > 4 && bytes <= ((size_t)64 << 20) ? 16384 : 32768;
-  size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;
-  piece = piece < 8192 ? 8192 : piece > most ? most : piece;
-  if (a->piece) piece = (a->piece + 15) & ~(size_t)15;
+  const size_t piece = gc::piece_for(bytes, blocks, most, a->piece);
   bool vec = a->peers.rank != a->root || gc::aligned16(a->send);
   for (int p = 0; p < n; p++) vec &= gc::aligned16(a->pub[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<true>, *a, piece);
@@ -289,11 +294,25 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
 }
 
 extern "C" int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t s) {
+  // The ring's pieces; GC_STAGED_SLOTS of every block must fit a->slot_bytes: less room takes
+  // smaller pieces, down to 4 KB, then fewer blocks.
+  gc_kargs_t b = *a;
+  const size_t room = a->slot_bytes / GC_STAGED_SLOTS;  // one slot of every block
+  const size_t bytes = a->count * gc::dtype_size(a->dtype);
+  size_t blocks = (size_t)a->blocks, piece = gc::piece_for(bytes, blocks, 65536, a->piece);
+  if (blocks * piece > room) piece = (room / blocks) & ~(size_t)15;
+  if (piece < 4096) {
+    piece = 4096;
+    blocks = room / piece;
+  }
+  if (blocks < 1) return cudaErrorInvalidValue;
+  b.blocks = (int)blocks;
+  b.piece = piece;
   cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
+  cudaLaunchConfig_t cfg = gc::launch_config(&b, s, attr);
   // Units of 16 bytes where this rank's own pointers allow (pieces and staging are 16-byte
   // multiples); the choice is this rank's alone: pieces and signals do not depend on it.
   bool vec = gc::aligned16(a->recv) && (a->peers.rank != a->root || gc::aligned16(a->send));
-  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<true>, *a);
-  return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<false>, *a);
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<true>, b);
+  return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<false>, b);
 }

@@ -88,7 +88,8 @@ typedef struct gc_kargs {
   int blocks, threads;
   int pdl;
   size_t piece;      /* broadcast / reduce-scatter by writes: bytes per piece (broadcast: 0 = by size) */
-  size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source) */
+  size_t slot_bytes; /* reduce-scatter by writes: inbox bytes per (slot, stream, source);
+                        broadcast through staging: the bytes all its slots may take */
   size_t chunk;      /* two-shot by writes: elements per chunk (0 = all in one), a multiple of 16 */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
   int control;       /* reduce-scatter by writes: 1 = the senders' last warp waits and signals (control_pipeline) */
@@ -117,8 +118,8 @@ int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream)
 /* Broadcast by writes (a->send: root's data; a->pub[r]: rank r's output, from gc_mem_alloc). */
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
 /* Broadcast by writes through staging, for any outputs (broadcast.cu): along the ring from root,
- * a->piece bytes per piece (a 16-byte multiple), each into the next rank's staging a->in[next] at
- * slot (k % GC_STAGED_SLOTS, block), which must hold GC_STAGED_SLOTS x a->blocks x a->piece bytes. */
+ * each piece into the next rank's staging a->in[next] at slot (k % GC_STAGED_SLOTS, block), in
+ * the first a->slot_bytes (at least 3 x 4 KB); a->piece as for gc_kernel_broadcast_push. */
 #define GC_STAGED_SLOTS 3
 int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t stream);
 

@@ -465,24 +465,6 @@ static int push_schedule_ring(gc_comm_t comm, size_t bytes) {
   return comm->local_size > 2 && bytes > owners_up_to;
 }
 
-/* Broadcast by writes through staging (outputs peers cannot write): pieces as the ring's
- * (about four per block, 8-64 KB; GC_PUSH_PIECE), GC_STAGED_SLOTS per block in the first half of
- * the next rank's staging. Less room takes smaller pieces, down to 4 KB, then fewer blocks: the
- * smallest staging area (64 KB) still holds two blocks' slots. */
-static void broadcast_staged_grid(gc_comm_t comm, size_t bytes, gc_kargs_t *a) {
-  const size_t room = staging_half(comm) / GC_STAGED_SLOTS; /* one slot of every block */
-  size_t blocks = (size_t)a->blocks, piece = comm->push_piece ? comm->push_piece : bytes / (blocks * 4);
-  piece = (piece + 15) & ~(size_t)15;
-  if (!comm->push_piece) piece = piece < 8192 ? 8192 : piece > 65536 ? 65536 : piece;
-  if (blocks * piece > room) piece = (room / blocks) & ~(size_t)15;
-  if (piece < 4096) {
-    piece = 4096;
-    blocks = room / piece;
-  }
-  a->blocks = (int)blocks;
-  a->piece = piece;
-}
-
 static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                  int root, const gc_options_t *o, gc__plan_t *plan, cudaStream_t stream) {
   int n = comm->local_size, me = comm->local_rank;
@@ -507,9 +489,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   /* Zero-copy when recv is symmetric: root's data is read from root's recv, so root first puts
    * its send there. The test uses only recv, which every rank passes, so all ranks agree. */
   int zero = gc__symmetric_lookup(comm, recv, count * es, sym);
-  /* Outputs peers cannot write on 2 GPUs: by writes through staging wherever the table says
-   * copy engines too (measured faster at every size: staged, above). */
-  if (plan->algo == GC_ALGO_COPYENGINE && !zero && n == 2 && plan->from_table) plan->algo = GC_ALGO_TWOSHOT_PUSH;
+  if (!zero && plan->plain != GC_ALGO_AUTO) plan->algo = plan->plain; /* the table's row says so */
   if (plan->algo == GC_ALGO_COPYENGINE) {
     if (!zero && staged(comm, plan, count * es, SIZE_MAX)) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
@@ -530,7 +510,8 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
      * replaced ran at ~205 GB/s (run 129: 1 GB 5228.4 us against NCCL's 2995.4). 3 and 5-8 GPUs:
      * not measured. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
-    broadcast_staged_grid(comm, count * es, &a);
+    a.piece = comm->push_piece;
+    a.slot_bytes = staging_half(comm);
     a.root = root;
     a.send = me == root ? send : NULL;
     a.recv = recv;

@@ -15,7 +15,8 @@ typedef struct {
   gc_algo_t algo;    /* broadcast: ONESHOT = one-stage pull, TWOSHOT = scatter + all-gather */
   int max_blocks;    /* cap; the grid is sized to the work below it */
   gc_algo_t fallback; /* LL rows: the choice for dtypes and sizes LL cannot take */
-  gc_algo_t plain;    /* reduce-scatter rows: the choice for an input not from gc_mem_alloc (NONE: the same) */
+  gc_algo_t plain;    /* the choice when peers cannot use the buffer (not from gc_mem_alloc): the
+                       * reduce-scatter's input, the broadcast's output (NONE: the same) */
 } row_t;
 
 #define KB ((size_t)1 << 10)
@@ -114,12 +115,14 @@ static const row_t rows[] = {
      * 1 / 4 / 16 MB against the one-shot's 3.90 / 4.73 / 10.41 / 20.65 and the by-writes kernel's
      * 54.46 at 16 MB; by writes 100.4 / 189.6 at 32 / 64 MB against LL's 105.7 / 211.4; one copy
      * engine copy 721.4 at 256 MB against 733.1. Outputs peers cannot write: LL to 16 MB, then
-     * by writes through staging at every size (coll.c p2p_broadcast, run 123). */
+     * by writes through staging (coll.c p2p_broadcast), faster than the staged copy engines at
+     * every size (run 123: 191.0 / 739.3 / 2925.4 us at 64 / 256 MB / 1 GB against 225.2 / 771.8
+     * / 2949.7; bench/results/plain-h200x2/bc_forced_*_run123.txt). */
     {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
     {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
@@ -291,7 +294,8 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     if (rows[i].fallback != GC_ALGO_AUTO && n < cap)
       n += (size_t)snprintf(text + n, cap - n, " (other dtypes: %s)", gc_algo_name(rows[i].fallback));
     if (rows[i].plain != GC_ALGO_AUTO && n < cap)
-      n += (size_t)snprintf(text + n, cap - n, " (input not from gc_mem_alloc: %s)", gc_algo_name(rows[i].plain));
+      n += (size_t)snprintf(text + n, cap - n, " (%s not from gc_mem_alloc: %s)",
+                            rows[i].coll == GC_COLL_BROADCAST ? "output" : "input", gc_algo_name(rows[i].plain));
     if (n < cap) n += (size_t)snprintf(text + n, cap - n, "\n");
   }
   if (!comm->p2p_ready && n < cap)

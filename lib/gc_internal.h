@@ -325,7 +325,8 @@ typedef struct gc__plan {
   gc_algo_t algo;
   int blocks;
   int threads;
-  gc_algo_t plain; /* the table row's choice for an input not from gc_mem_alloc (AUTO: algo) */
+  gc_algo_t plain; /* the row's choice when peers cannot use the buffer (reduce-scatter: input,
+                      broadcast: output; AUTO: algo) */
   int from_table;  /* algo is the table row's (not the options', GC_ALGO's or the tuner's) */
 } gc__plan_t;
 /* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
