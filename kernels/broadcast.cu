@@ -223,19 +223,24 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
 // staging area free (every call ends only once its peers are done reading their own staging) and
 // with every rank's signal rows at the epochs they share. A rank that writes on ends once the next
 // rank has freed its last piece, so no staging read is left over for the next call.
+// The all-gather (gather = 1) is n such broadcasts at once: the blocks make n groups, block b the
+// (b / n)-th lane of group b % n, and group g carries rank g's part (a.send, a.count elements)
+// into every recv + g * part along the ring from g, in the same slots with the same signals.
 template <bool VEC>
-__global__ void GC_LAUNCH_BOUNDS broadcast_staged_kernel(const gc_kargs_t a) {
+__global__ void GC_LAUNCH_BOUNDS staged_ring_kernel(const gc_kargs_t a, int gather) {
   pdl_begin(a.pdl);
   Sync sync(a.peers);
-  const int n = a.peers.nranks, me = a.peers.rank, root = a.root;
+  const int n = a.peers.nranks, me = a.peers.rank, groups = gather ? n : 1, group = (int)blockIdx.x % groups;
+  const int root = gather ? group : a.root;
   const int next = (me + 1) % n, prev = (me + n - 1) % n, last = (root + n - 1) % n;
   const bool receives = me != root, forwards = me != last;
   const size_t bytes = a.count * dtype_size(a.dtype), piece = a.piece;
+  const size_t lane = blockIdx.x / groups, lanes = gridDim.x / groups;
   const char *here = (const char *)a.in[me];
-  char *there = (char *)a.in[next], *own = (char *)a.recv;
+  char *there = (char *)a.in[next], *own = (char *)a.recv + group * bytes;
   const uint32_t base = sync.epoch;
   uint32_t k = 0;
-  for (size_t off = blockIdx.x * piece; off < bytes; off += gridDim.x * piece, k++) {
+  for (size_t off = lane * piece; off < bytes; off += lanes * piece, k++) {
     const size_t len = min(piece, bytes - off);
     const size_t slot = ((size_t)(k % GC_STAGED_SLOTS) * gridDim.x + blockIdx.x) * piece;
     const uint32_t mark = base + k + 1;
@@ -293,26 +298,35 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   return cudaLaunchKernelEx(&cfg, gc::broadcast_push_kernel<false>, *a, piece);
 }
 
-extern "C" int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t s) {
-  // The ring's pieces; GC_STAGED_SLOTS of every block must fit a->slot_bytes: less room takes
-  // smaller pieces, down to 4 KB, then fewer blocks.
+// The ring through staging for `groups` broadcasts at once (1, or n for the all-gather): pieces
+// and grid such that GC_STAGED_SLOTS of every block fit a->slot_bytes: less room takes smaller
+// pieces, down to 4 KB, then fewer blocks; the grid a multiple of the groups.
+static int launch_staged_ring(const gc_kargs_t *a, int gather, cudaStream_t s) {
   gc_kargs_t b = *a;
+  const size_t groups = gather ? (size_t)a->peers.nranks : 1;
   const size_t room = a->slot_bytes / GC_STAGED_SLOTS;  // one slot of every block
-  const size_t bytes = a->count * gc::dtype_size(a->dtype);
-  size_t blocks = (size_t)a->blocks, piece = gc::piece_for(bytes, blocks, 65536, a->piece);
+  const size_t bytes = a->count * gc::dtype_size(a->dtype);  // per group
+  size_t blocks = (size_t)a->blocks / groups * groups;
+  if (blocks < groups) blocks = groups;
+  size_t piece = gc::piece_for(bytes, blocks / groups, 65536, a->piece);
   if (blocks * piece > room) piece = (room / blocks) & ~(size_t)15;
   if (piece < 4096) {
     piece = 4096;
-    blocks = room / piece;
+    blocks = room / piece / groups * groups;
   }
-  if (blocks < 1) return cudaErrorInvalidValue;
+  if (blocks < groups || blocks > GC_KMAX_BLOCKS) return cudaErrorInvalidValue;
   b.blocks = (int)blocks;
   b.piece = piece;
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = gc::launch_config(&b, s, attr);
   // Units of 16 bytes where this rank's own pointers allow (pieces and staging are 16-byte
   // multiples); the choice is this rank's alone: pieces and signals do not depend on it.
-  bool vec = gc::aligned16(a->recv) && (a->peers.rank != a->root || gc::aligned16(a->send));
-  if (vec) return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<true>, b);
-  return cudaLaunchKernelEx(&cfg, gc::broadcast_staged_kernel<false>, b);
+  const bool sends = gather || a->peers.rank == a->root;
+  bool vec = gc::aligned16(a->recv) && (!gather || bytes % 16 == 0) && (!sends || gc::aligned16(a->send));
+  if (vec) return cudaLaunchKernelEx(&cfg, gc::staged_ring_kernel<true>, b, gather);
+  return cudaLaunchKernelEx(&cfg, gc::staged_ring_kernel<false>, b, gather);
 }
+
+extern "C" int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t s) { return launch_staged_ring(a, 0, s); }
+
+extern "C" int gc_kernel_allgather_staged(const gc_kargs_t *a, cudaStream_t s) { return launch_staged_ring(a, 1, s); }

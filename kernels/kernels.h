@@ -122,6 +122,9 @@ int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
  * the first a->slot_bytes (at least 3 x 4 KB); a->piece as for gc_kernel_broadcast_push. */
 #define GC_STAGED_SLOTS 3
 int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t stream);
+/* All-gather by writes through staging, for any outputs: n such rings at once, rank g's part
+ * (a->send, a->count elements on every rank) along the ring from g into every a->recv + g * part. */
+int gc_kernel_allgather_staged(const gc_kargs_t *a, cudaStream_t stream);
 
 /* Reduce-scatter by writes, pipelined (bywrites.cu). region[q] (rows 1) is rank q's part of every
  * rank's input a->send (any pointer); rank q reduces it into a->recv. The grid is 2S blocks, S <=

@@ -133,7 +133,7 @@ static size_t bywrites_slot(gc_comm_t comm) {
  * that measured faster than the kernels. 2 x H200, bf16, --eager, each forced, out of place, us
  * (bench/results/plain-h200x2/): the all-gather staged against the one-shot at 64 / 128 / 256 MB
  * 148.8 / 240.9 / 429.1 against 138.4 / 275.9 / 551.0 (run 118, forced_*_run118.txt), so past 64
- * MB; the all-reduce staged 280.0 / 473.0 / 881.2 / 3182.3 at 64 / 128 / 256 MB / 1 GB against the
+ * MB (where the table's row does not send it by writes through staging instead); the all-reduce staged 280.0 / 473.0 / 881.2 / 3182.3 at 64 / 128 / 256 MB / 1 GB against the
  * two-shot by writes' 220.5 / 413.5 / 794.5 / 3063.1 (run 127, ar_forced_*_eager_run127.txt), and the
  * broadcast staged 225.2 / 771.8 / 2949.7 at 64 / 256 MB / 1 GB against by writes through staging
  * 191.0 / 739.3 / 2925.4 (run 123, bc_forced_*_run123.txt): those two only when asked. 3+ GPUs: not
@@ -421,9 +421,21 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
   }
   size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
+  void *sym_out[GC_MAX_LOCAL_RANKS];
+  int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
+  if (!sym && plan->plain != GC_ALGO_AUTO) plan->algo = plan->plain; /* the table's row says so */
+  if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
+    /* By writes through staging, any buffers: every rank's part along the ring from it, each
+     * piece through every other rank's staging (broadcast.cu). */
+    GC_CHECK(usable_or(comm, o, 1, "", GC_ALGO_ONESHOT, plan));
+    if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
+      a.piece = comm->push_piece;
+      a.slot_bytes = staging_half(comm);
+      for (int r = 0; r < n; r++) a.in[r] = staging_in(comm, r);
+      return gc__launched(comm, gc_kernel_allgather_staged(&a, stream), "all-gather");
+    }
+  }
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    void *sym_out[GC_MAX_LOCAL_RANKS];
-    int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
     if (!sym && staged(comm, plan, n * count * es, (size_t)64 << 20)) {
       size_t off[GC_MAX_LOCAL_RANKS], len[GC_MAX_LOCAL_RANKS];
       for (int r = 0; r < n; r++) {

@@ -16,7 +16,7 @@ typedef struct {
   int max_blocks;    /* cap; the grid is sized to the work below it */
   gc_algo_t fallback; /* LL rows: the choice for dtypes and sizes LL cannot take */
   gc_algo_t plain;    /* the choice when peers cannot use the buffer (not from gc_mem_alloc): the
-                       * reduce-scatter's input, the broadcast's output (NONE: the same) */
+                       * reduce-scatter's input, the all-gather's and broadcast's output (NONE: the same) */
 } row_t;
 
 #define KB ((size_t)1 << 10)
@@ -99,6 +99,11 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 119.2 vs 114.1 us */
+    /* Outputs peers cannot write: by writes through staging against the staged copy engines and
+     * the one-shot with copy-in, forced, --eager, us (run 132, bench/results/plain-h200x2/
+     * ag_forced_*_run132.txt): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 / 138.6, 256 MB
+     * 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
+    {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     /* 8 GPUs: the push kernel 3.80 / 5.24 / 8.37 / 20.66 at 1 KB / 256 KB / 1 MB / 4 MB against LL's
@@ -226,9 +231,9 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
                      gc_algo_name(algo));
     algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
   }
-  /* Two-shot: all-reduce and broadcast; by writes: those and reduce-scatter. */
+  /* Two-shot: all-reduce and broadcast; by writes: every collective. */
   int twoshot = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
-  if ((algo == GC_ALGO_TWOSHOT && !twoshot) || (algo == GC_ALGO_TWOSHOT_PUSH && !twoshot && coll != GC_COLL_REDUCESCATTER)) {
+  if (algo == GC_ALGO_TWOSHOT && !twoshot) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
                      gc_algo_name(algo));
@@ -295,7 +300,7 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
       n += (size_t)snprintf(text + n, cap - n, " (other dtypes: %s)", gc_algo_name(rows[i].fallback));
     if (rows[i].plain != GC_ALGO_AUTO && n < cap)
       n += (size_t)snprintf(text + n, cap - n, " (%s not from gc_mem_alloc: %s)",
-                            rows[i].coll == GC_COLL_BROADCAST ? "output" : "input", gc_algo_name(rows[i].plain));
+                            rows[i].coll == GC_COLL_REDUCESCATTER ? "input" : "output", gc_algo_name(rows[i].plain));
     if (n < cap) n += (size_t)snprintf(text + n, cap - n, "\n");
   }
   if (!comm->p2p_ready && n < cap)

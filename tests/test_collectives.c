@@ -266,16 +266,21 @@ static void test_rs_matches_allreduce(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Byte offset of all-gather and broadcast buffers from their allocation (unaligned cases). */
+static size_t unaligned_by = 0;
+
 /* ---- all-gather ----------------------------------------------------------------------------- */
 
 static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   int salt = ++salt_counter, n = gc_test_size, me = gc_test_rank;
-  size_t es = gc_dtype_size(dt), total = count * (size_t)n;
+  size_t es = gc_dtype_size(dt), total = count * (size_t)n, off = unaligned_by;
   char what[120];
-  snprintf(what, sizeof what, "allgather %s count %zu%s", gc_dtype_name(dt), count, in_place ? " in place" : "");
-  char *recv = buf_alloc(total * es + GUARD);
+  snprintf(what, sizeof what, "allgather %s count %zu%s%s", gc_dtype_name(dt), count, in_place ? " in place" : "",
+           off ? " unaligned" : "");
+  char *recv_base = buf_alloc(total * es + GUARD + off), *recv = recv_base + off;
   gc_test_poison(recv, total * es + GUARD);
-  char *send = in_place ? recv + (size_t)me * count * es : gc_test_alloc(count * es);
+  char *send_base = in_place ? NULL : gc_test_alloc(count * es + off);
+  char *send = in_place ? recv + (size_t)me * count * es : send_base + off;
   gc_test_fill(send, count, dt, me, salt);
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = mode_algo;
@@ -293,8 +298,8 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   }
   free(host);
   free(want);
-  if (!in_place) gc_test_free(send);
-  buf_free(recv);
+  if (send_base) gc_test_free(send_base);
+  buf_free(recv_base);
   return gc_test_all(ok);
 }
 
@@ -314,12 +319,9 @@ static void test_allgather(void) {
 
 /* ---- broadcast ------------------------------------------------------------------------------- */
 
-/* Byte offset of broadcast buffers from their allocation (unaligned cases). */
-static size_t bc_offset = 0;
-
 static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   int salt = ++salt_counter, me = gc_test_rank;
-  size_t es = gc_dtype_size(dt), off = bc_offset;
+  size_t es = gc_dtype_size(dt), off = unaligned_by;
   char what[120];
   snprintf(what, sizeof what, "broadcast %s count %zu root %d%s%s", gc_dtype_name(dt), count, root,
            in_place ? " in place" : "", off ? " unaligned" : "");
@@ -432,9 +434,9 @@ static int copyengine_cases(void) {
 static int staged_cases(void) {
   int bad = copyengine_cases();
   for (int root = 0; root < gc_test_size; root++) {
-    bc_offset = 3;
+    unaligned_by = 3;
     bad += !run_bc(GC_UINT8, 1000003, root, root & 1);
-    bc_offset = 0;
+    unaligned_by = 0;
   }
   return bad;
 }
@@ -473,27 +475,48 @@ static int broadcast_push_cases(void) {
         for (int ip = 0; ip < 2; ip++) bad += !run_bc((gc_dtype_t)d, counts[k], root, ip);
   for (int root = 0; root < gc_test_size; root++) {
     bad += !run_bc(GC_UINT8, 30000017, root, root & 1); /* thousands of pieces per block */
-    bc_offset = 3; /* the byte path: nothing 16-byte aligned */
+    unaligned_by = 3; /* the byte path: nothing 16-byte aligned */
     bad += !run_bc(GC_UINT8, 1000003, root, 0);
-    bc_offset = 2; /* element-aligned only */
+    unaligned_by = 2; /* element-aligned only */
     bad += !run_bc(GC_BFLOAT16, 77777, root, 1);
-    bc_offset = 0;
+    unaligned_by = 0;
   }
+  return bad;
+}
+
+/* The all-gather by writes goes through staging for any outputs: every part along its ring. */
+static int allgather_push_cases(void) {
+  int bad = 0;
+  static const size_t counts[] = {0, 1, 3, 1021, 65537, 1048573};
+  for (int d = 0; d < GC_NUM_DTYPES; d++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      for (int ip = 0; ip < 2; ip++) bad += !run_ag((gc_dtype_t)d, counts[k], ip);
+  bad += !run_ag(GC_UINT8, 10000019, 1); /* hundreds of pieces per block */
+  unaligned_by = 3; /* the byte path: nothing 16-byte aligned */
+  bad += !run_ag(GC_UINT8, 1000003, 0);
+  unaligned_by = 2; /* element-aligned only */
+  bad += !run_ag(GC_BFLOAT16, 77777, 1);
+  unaligned_by = 0;
+  bad += !run_ag(GC_FLOAT32, 262144, 1); /* parts on 16-byte boundaries, in place */
   return bad;
 }
 
 static int broadcasts_queued(gc_algo_t algo);
 
 static void test_broadcast_push(void) {
-  if (!gc_test_peer_gpus("broadcast by writes", 2)) return;
+  if (!gc_test_peer_gpus("broadcast and all-gather by writes", 2)) return;
   mode_algo = GC_ALGO_TWOSHOT_PUSH;
   mode_symmetric = 1;
   int bad = broadcast_push_cases();
+  bad += allgather_push_cases();
   mode_symmetric = 0;
   /* Outputs peers cannot write: along the ring through each rank's staging; on a 1 MB staging
-   * area 4 KB pieces on 42 blocks, each piece's slot reused many times a call. */
+   * area 4 KB pieces on 42 blocks (40 for the all-gather on 4 GPUs), each piece's slot reused
+   * many times a call. */
   bad += broadcast_push_cases();
+  bad += allgather_push_cases();
   bad += on_small_staging(broadcast_push_cases);
+  bad += on_small_staging(allgather_push_cases);
   bad += !broadcasts_queued(GC_ALGO_TWOSHOT_PUSH);
   mode_algo = GC_ALGO_AUTO;
   CU_ASSERT_EQUAL(bad, 0);
@@ -554,8 +577,9 @@ static void test_rs_bywrites(void) {
  * the same algorithm among them. LL (plain buffers, one root, sizes between direct and relayed,
  * an all-gather among them): the root needs nobody's data and would run ahead of its readers if
  * it did not wait for every rank to start each call. By writes through staging (plain
- * outputs, roots taking turns, a two-shot all-reduce by writes among them): no entry barrier, so
- * a call's first pieces may land while the receiver still finishes the call before. */
+ * outputs, roots taking turns, a two-shot all-reduce by writes and an all-gather through staging
+ * among them): no entry barrier, so a call's first pieces may land while the receiver still
+ * finishes the call before. */
 static int broadcasts_queued(gc_algo_t algo) {
   enum { QUEUED = 12 };
   static const size_t ll_n[QUEUED] = {5, 200000, 4099, 131075, 1, 65537, 300001, 77, 262144, 9, 150000, 3};
@@ -566,8 +590,12 @@ static int broadcasts_queued(gc_algo_t algo) {
   int root[QUEUED];
   for (int i = 0; i < QUEUED; i++) root[i] = ll ? gc_test_size - 1 : i % gc_test_size;
   char *send = gc_test_alloc(QUEUED * slice * 2), *recv = gc_test_alloc(QUEUED * slice * 2);
+  enum { AG_COUNT = 300007 }; /* bf16 per rank: the all-gather through staging among them */
   char *part = gc_test_alloc(64), *gathered = gc_test_alloc(64 * (size_t)gc_test_size);
+  char *ag_part = gc_test_alloc(AG_COUNT * 2), *ag_out = gc_test_alloc(AG_COUNT * 2 * (size_t)gc_test_size);
   gc_test_fill(part, 32, GC_BFLOAT16, me, 1300);
+  gc_test_fill(ag_part, AG_COUNT, GC_BFLOAT16, me, 1301);
+  gc_test_poison(ag_out, AG_COUNT * 2 * (size_t)gc_test_size);
   for (int i = 0; i < QUEUED; i++) gc_test_fill(send + i * slice * 2, qn[i], GC_BFLOAT16, root[i], 1310 + i);
   gc_test_poison(recv, QUEUED * slice * 2);
   void *stream = NULL;
@@ -581,6 +609,8 @@ static int broadcasts_queued(gc_algo_t algo) {
     if (r == GC_SUCCESS && i == QUEUED / 2)
       r = ll ? gc_allgather_ex(part, gathered, 32, GC_BFLOAT16, gc_test_comm, stream, &o)
              : gc_allreduce_ex(part, gathered, 32, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+    if (r == GC_SUCCESS && i == QUEUED / 4 && !ll)
+      r = gc_allgather_ex(ag_part, ag_out, AG_COUNT, GC_BFLOAT16, gc_test_comm, stream, &o);
   }
   int ok = finished(r == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : r, what);
   unsigned short *h = malloc(slice * 2), *want = malloc(slice * 2);
@@ -594,12 +624,22 @@ static int broadcasts_queued(gc_algo_t algo) {
       ok = 0;
     }
   }
+  for (int rr = 0; rr < gc_test_size && ok && !ll; rr++) {
+    gc_test_download(h, ag_out + (size_t)rr * AG_COUNT * 2, AG_COUNT * 2);
+    expected_input(want, GC_BFLOAT16, rr, 1301, AG_COUNT);
+    if (memcmp(h, want, AG_COUNT * 2) != 0) {
+      fprintf(stderr, "[rank %d] all-gather among the queued broadcasts: rank %d's part is wrong\n", me, rr);
+      ok = 0;
+    }
+  }
   free(h);
   free(want);
   gc_test_free(send);
   gc_test_free(recv);
   gc_test_free(part);
   gc_test_free(gathered);
+  gc_test_free(ag_part);
+  gc_test_free(ag_out);
   return gc_test_all(ok);
 }
 
@@ -632,11 +672,11 @@ static void test_ll(void) {
     bad += !run_bc(GC_FP8_E4M3, 65537, root, 0);
     bad += !run_bc(GC_BFLOAT16, 131075, root, 0);
     bad += !run_bc(GC_FLOAT32, 1000003, root, root & 1);
-    bc_offset = 2;
+    unaligned_by = 2;
     bad += !run_bc(GC_FLOAT16, 7777, root, 1);
     bad += !run_bc(GC_FLOAT16, 300001, root, 0);
     bad += !run_bc(GC_BFLOAT16, 9437189, root, root & 1);
-    bc_offset = 0;
+    unaligned_by = 0;
   }
   bad += !broadcasts_queued(GC_ALGO_ONESHOT_LL);
   /* What LL cannot carry is refused by name: integers, column blocks, an all-gather of more than

@@ -23,9 +23,9 @@ static void node_of(struct gc_comm *c, int n, int p2p) {
 static int coll_has(gc__coll_t coll, gc_algo_t algo) {
   switch (algo) {
     case GC_ALGO_ONESHOT:
-    case GC_ALGO_ONESHOT_LL: return 1;
+    case GC_ALGO_ONESHOT_LL:
+    case GC_ALGO_TWOSHOT_PUSH: return 1;
     case GC_ALGO_TWOSHOT: return coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
-    case GC_ALGO_TWOSHOT_PUSH: return coll != GC_COLL_ALLGATHER;
     case GC_ALGO_COPYENGINE: return coll != GC_COLL_REDUCESCATTER; /* measured slower there: never picked */
     default: return 0;
   }

@@ -603,9 +603,9 @@ static void test_bywrites_queued(void) {
 /* Only rank 0 calls: its kernel waits for peers that never come, gives up after the configured
  * 300 ms, and the call's error surfaces as GC_ERR_TIMEOUT; the communicator stays failed. For a
  * kernel that waits at barriers (two-shot), one that waits on data (LL), and ones that wait on
- * point-to-point signals (reduce-scatter by writes; the broadcast by writes through staging,
- * whose root waits for its slots to be freed). */
-enum { T_ALLREDUCE, T_REDUCESCATTER, T_BROADCAST };
+ * point-to-point signals (reduce-scatter by writes; the broadcast and the all-gather by writes
+ * through staging, whose roots wait for their slots to be freed). */
+enum { T_ALLREDUCE, T_REDUCESCATTER, T_BROADCAST, T_ALLGATHER };
 static void timeout_case(gc_algo_t algo, int kind) {
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
@@ -623,6 +623,7 @@ static void timeout_case(gc_algo_t algo, int kind) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (kind == T_REDUCESCATTER) GC_TEST_OK(gc_reducescatter_ex(a, b, n / gc_test_size, GC_FLOAT32, GC_SUM, c, stream, &o));
     else if (kind == T_BROADCAST) GC_TEST_OK(gc_broadcast_ex(a, b, n, GC_FLOAT32, 0, c, stream, &o));
+    else if (kind == T_ALLGATHER) GC_TEST_OK(gc_allgather_ex(a, b, n / gc_test_size, GC_FLOAT32, c, stream, &o));
     else GC_TEST_OK(gc_allreduce_ex(a, b, n, GC_FLOAT32, GC_SUM, c, stream, &o));
     CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_TIMEOUT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -645,6 +646,7 @@ static void test_forced_timeout(void) {
   timeout_case(GC_ALGO_ONESHOT_LL, T_ALLREDUCE);
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_BROADCAST); /* plain output: through staging */
+  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER);
 }
 
 /* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
