@@ -133,7 +133,8 @@ static size_t bywrites_slot(gc_comm_t comm) {
  * that measured faster than the kernels. 2 x H200, bf16, --eager, each forced, out of place, us
  * (bench/results/plain-h200x2/): the all-gather staged against the one-shot at 64 / 128 / 256 MB
  * 148.8 / 240.9 / 429.1 against 138.4 / 275.9 / 551.0 (run 118, forced_*_run118.txt), so past 64
- * MB (where the table's row does not send it by writes through staging instead); the all-reduce staged 280.0 / 473.0 / 881.2 / 3182.3 at 64 / 128 / 256 MB / 1 GB against the
+ * MB (where the table's row does not take it by writes through staging instead); the all-reduce
+ * staged 280.0 / 473.0 / 881.2 / 3182.3 at 64 / 128 / 256 MB / 1 GB against the
  * two-shot by writes' 220.5 / 413.5 / 794.5 / 3063.1 (run 127, ar_forced_*_eager_run127.txt), and the
  * broadcast staged 225.2 / 771.8 / 2949.7 at 64 / 256 MB / 1 GB against by writes through staging
  * 191.0 / 739.3 / 2925.4 (run 123, bc_forced_*_run123.txt): those two only when asked. 3+ GPUs: not
