@@ -102,15 +102,20 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_kernel(const gc_kargs_t a, int one_st
 }
 
 
-// Writes `len` bytes from src to nd destinations; all of a thread's loads are in flight before its
-// stores.
+// Writes `len` bytes from src to nd destinations, by `threads` threads (this one `thread`; the
+// whole block by default); all of a thread's loads are in flight before its stores.
 template <bool VEC>
-__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd) {
+__device__ __forceinline__ void write_piece(const char *src, size_t len, char *const *dst, int nd,
+                                            int thread = -1, int threads = -1) {
+  if (thread < 0) {
+    thread = (int)threadIdx.x;
+    threads = (int)blockDim.x;
+  }
   size_t done = 0;
   if constexpr (VEC) {
     constexpr int U = 4;
-    const size_t units = len / 16, T = blockDim.x;
-    for (size_t j = threadIdx.x; j < units; j += U * T) {
+    const size_t units = len / 16, T = (size_t)threads;
+    for (size_t j = thread; j < units; j += U * T) {
       uint4 x[U];
 #pragma unroll
       for (int u = 0; u < U; u++)
@@ -122,7 +127,7 @@ __device__ __forceinline__ void write_piece(const char *src, size_t len, char *c
     }
     done = units * 16;
   }
-  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
+  for (size_t i = done + thread; i < len; i += threads)
     for (int d = 0; d < nd; d++) dst[d][i] = src[i];
 }
 
@@ -226,6 +231,8 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
 // The all-gather (gather = 1) is n such broadcasts at once: the blocks make n groups, block b the
 // (b / n)-th lane of group b % n, and group g carries rank g's part (a.send, a.count elements)
 // into every recv + g * part along the ring from g, in the same slots with the same signals.
+// With a.control the block's last warp does the waits and signals (control_pipeline), so the
+// other warps go on copying while a signal's release drains.
 template <bool VEC>
 __global__ void GC_LAUNCH_BOUNDS staged_ring_kernel(const gc_kargs_t a, int gather) {
   pdl_begin(a.pdl);
@@ -239,24 +246,42 @@ __global__ void GC_LAUNCH_BOUNDS staged_ring_kernel(const gc_kargs_t a, int gath
   const char *here = (const char *)a.in[me];
   char *there = (char *)a.in[next], *own = (char *)a.recv + group * bytes;
   const uint32_t base = sync.epoch;
-  uint32_t k = 0;
-  for (size_t off = lane * piece; off < bytes; off += lanes * piece, k++) {
-    const size_t len = min(piece, bytes - off);
+  const unsigned tell = (forwards ? 1u << next : 0u) | (receives ? 1u << prev : 0u);
+  // Piece k of this block: copied from root's input or our slot into the next rank's slot and
+  // into our output (root in place: already there).
+  auto copy = [&](uint32_t k, int thread, int threads) {
+    const size_t off = (lane + (size_t)k * lanes) * piece, len = min(piece, bytes - off);
     const size_t slot = ((size_t)(k % GC_STAGED_SLOTS) * gridDim.x + blockIdx.x) * piece;
-    const uint32_t mark = base + k + 1;
-    // Thread prev waits for the piece, thread next for its slot there to be free.
-    const unsigned from = (receives ? 1u << prev : 0u) | (forwards && k >= GC_STAGED_SLOTS ? 1u << next : 0u);
-    if (!sync.wait_each(from, receives && (int)threadIdx.x == prev ? mark : mark - GC_STAGED_SLOTS)) return;
     const char *src = receives ? here + slot : (const char *)a.send + off;
     char *dst[2];
     int nd = 0;
     if (forwards) dst[nd++] = there + slot;
-    if (src != own + off) dst[nd++] = own + off;  // root in place: already there
-    write_piece<VEC>(src, len, dst, nd);
-    sync.signal_each((forwards ? 1u << next : 0u) | (receives ? 1u << prev : 0u), mark);
+    if (src != own + off) dst[nd++] = own + off;
+    write_piece<VEC>(src, len, dst, nd, thread, threads);
+  };
+  const uint32_t T = lane * piece < bytes ? (uint32_t)((bytes - lane * piece + lanes * piece - 1) / (lanes * piece)) : 0;
+  if (a.control) {
+    // Lane prev: pieces arrived; lane next: slots free there (the first GC_STAGED_SLOTS always).
+    auto ready = [&]() -> uint32_t {
+      const int r = (int)(threadIdx.x & 31);
+      if (receives && r == prev) return sync.past(prev, base);
+      if (forwards && r == next) return sync.past(next, base) + GC_STAGED_SLOTS;
+      return ~0u;
+    };
+    auto signal = [&](uint32_t, uint32_t hi) { sync.warp_signal_each(tell, base + hi); };
+    if (!control_pipeline(a.peers, T, ready, copy, signal)) return;
+  } else {
+    for (uint32_t k = 0; k < T; k++) {
+      const uint32_t mark = base + k + 1;
+      // Thread prev waits for the piece, thread next for its slot there to be free.
+      const unsigned from = (receives ? 1u << prev : 0u) | (forwards && k >= GC_STAGED_SLOTS ? 1u << next : 0u);
+      if (!sync.wait_each(from, receives && (int)threadIdx.x == prev ? mark : mark - GC_STAGED_SLOTS)) return;
+      copy(k, (int)threadIdx.x, (int)blockDim.x);
+      sync.signal_each(tell, mark);
+    }
   }
-  if (forwards && k && !sync.wait(next, base + k)) return;
-  sync.epoch = base + k;
+  if (forwards && T && !sync.wait(next, base + T)) return;
+  sync.epoch = base + T;
   sync.done();
 }
 

@@ -92,7 +92,8 @@ typedef struct gc_kargs {
                         broadcast through staging: the bytes all its slots may take */
   size_t chunk;      /* two-shot by writes: elements per chunk (0 = all in one), a multiple of 16 */
   int ring;          /* broadcast by writes: 1 = along the ring, 0 = through owners */
-  int control;       /* reduce-scatter by writes: 1 = the senders' last warp waits and signals (control_pipeline) */
+  int control;       /* reduce-scatter by writes (its senders), rings through staging: 1 = the block's last warp
+                        waits and signals (control_pipeline) */
 } gc_kargs_t;
 
 /* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */

@@ -145,6 +145,16 @@ static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes, size_t p
   return comm->local_size == 2 && bytes > past;
 }
 
+/* The rings through staging (broadcast and all-gather by writes, broadcast.cu): their slots in the
+ * first half of every rank's staging, pieces by size or GC_PUSH_PIECE, and the control warp
+ * (GC_PUSH_CONTROL; auto: off). */
+static void staged_ring_args(gc_comm_t comm, gc_kargs_t *a) {
+  a->piece = comm->push_piece;
+  a->slot_bytes = staging_half(comm);
+  for (int r = 0; r < comm->local_size; r++) a->in[r] = staging_in(comm, r);
+  a->control = comm->push_control > 0;
+}
+
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
  * pieces of about (largest part) / streams bytes from 4 KB up to the inbox slot (32 KB with the
  * senders' control warp), or GC_PUSH_PIECE; no more streams than pieces. The control warp
@@ -430,9 +440,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
      * piece through every other rank's staging (broadcast.cu). */
     GC_CHECK(usable_or(comm, o, 1, "", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-      a.piece = comm->push_piece;
-      a.slot_bytes = staging_half(comm);
-      for (int r = 0; r < n; r++) a.in[r] = staging_in(comm, r);
+      staged_ring_args(comm, &a);
       return gc__launched(comm, gc_kernel_allgather_staged(&a, stream), "all-gather");
     }
   }
@@ -523,13 +531,11 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
      * replaced ran at ~205 GB/s (run 129: 1 GB 5228.4 us against NCCL's 2995.4). 3 and 5-8 GPUs:
      * not measured. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
-    a.piece = comm->push_piece;
-    a.slot_bytes = staging_half(comm);
+    staged_ring_args(comm, &a);
     a.root = root;
     a.send = me == root ? send : NULL;
     a.recv = recv;
     a.count = count;
-    for (int r = 0; r < n; r++) a.in[r] = staging_in(comm, r);
     return gc__launched(comm, gc_kernel_broadcast_staged(&a, stream), "broadcast");
   }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {

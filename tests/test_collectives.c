@@ -395,19 +395,24 @@ static int rs_fp8_epilogue(void) {
   return !run_rs(&e);
 }
 
-/* cases() again on a communicator with a 1 MB staging area (inbox rows and slots a fraction of
- * the default: many chunks or pieces per call). */
-static int on_small_staging(int (*cases)(void)) {
-  gc_comm_t keep = gc_test_comm, small = NULL;
+/* cases() again on another communicator: `staging_bytes` of staging (0: the default), the
+ * control warp of the kernels by writes on or off (GC_PUSH_CONTROL: 1 or 0; -1: as configured). */
+static int on_comm(int (*cases)(void), size_t staging_bytes, int push_control) {
+  gc_comm_t keep = gc_test_comm, other = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.staging_bytes = 1 << 20;
-  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
-  gc_test_comm = small;
+  cfg.staging_bytes = staging_bytes;
+  GC_TEST_OK(gc_comm_init(&other, MPI_COMM_WORLD, &cfg));
+  if (push_control >= 0) other->push_control = push_control;
+  gc_test_comm = other;
   int bad = cases();
   gc_test_comm = keep;
-  GC_TEST_OK(gc_comm_destroy(small));
+  GC_TEST_OK(gc_comm_destroy(other));
   return bad;
 }
+
+/* cases() again on a communicator with a 1 MB staging area (inbox rows and slots a fraction of
+ * the default: many chunks or pieces per call). */
+static int on_small_staging(int (*cases)(void)) { return on_comm(cases, 1 << 20, -1); }
 
 static int copyengine_cases(void) {
   static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT64, GC_INT32, GC_UINT8};
@@ -518,6 +523,11 @@ static void test_broadcast_push(void) {
   bad += on_small_staging(broadcast_push_cases);
   bad += on_small_staging(allgather_push_cases);
   bad += !broadcasts_queued(GC_ALGO_TWOSHOT_PUSH);
+  /* The same rings with a control warp per block (GC_PUSH_CONTROL=1), on both staging sizes. */
+  bad += on_comm(broadcast_push_cases, 0, 1);
+  bad += on_comm(allgather_push_cases, 0, 1);
+  bad += on_comm(allgather_push_cases, 1 << 20, 1);
+  bad += on_comm(broadcast_push_cases, 1 << 20, 1);
   mode_algo = GC_ALGO_AUTO;
   CU_ASSERT_EQUAL(bad, 0);
 }

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
+#include "gc_internal.h"
 #include "gc_test.h"
 
 /* Graph capture of gpucoll calls on `stream` (begin = 1 starts, begin = 0 ends and instantiates). */
@@ -605,12 +606,13 @@ static void test_bywrites_queued(void) {
  * kernel that waits at barriers (two-shot), one that waits on data (LL), and ones that wait on
  * point-to-point signals (reduce-scatter by writes; the broadcast and the all-gather by writes
  * through staging, whose roots wait for their slots to be freed). */
-enum { T_ALLREDUCE, T_REDUCESCATTER, T_BROADCAST, T_ALLGATHER };
+enum { T_ALLREDUCE, T_REDUCESCATTER, T_BROADCAST, T_ALLGATHER, T_ALLGATHER_CONTROL };
 static void timeout_case(gc_algo_t algo, int kind) {
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.timeout_ms = 300;
   GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  if (kind == T_ALLGATHER_CONTROL) c->push_control = 1; /* the waits in the control warp */
   size_t n = 4096;
   void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4);
   gc_test_fill(a, n, GC_FLOAT32, gc_test_rank, 800);
@@ -623,7 +625,7 @@ static void timeout_case(gc_algo_t algo, int kind) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (kind == T_REDUCESCATTER) GC_TEST_OK(gc_reducescatter_ex(a, b, n / gc_test_size, GC_FLOAT32, GC_SUM, c, stream, &o));
     else if (kind == T_BROADCAST) GC_TEST_OK(gc_broadcast_ex(a, b, n, GC_FLOAT32, 0, c, stream, &o));
-    else if (kind == T_ALLGATHER) GC_TEST_OK(gc_allgather_ex(a, b, n / gc_test_size, GC_FLOAT32, c, stream, &o));
+    else if (kind == T_ALLGATHER || kind == T_ALLGATHER_CONTROL) GC_TEST_OK(gc_allgather_ex(a, b, n / gc_test_size, GC_FLOAT32, c, stream, &o));
     else GC_TEST_OK(gc_allreduce_ex(a, b, n, GC_FLOAT32, GC_SUM, c, stream, &o));
     CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_TIMEOUT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -647,6 +649,7 @@ static void test_forced_timeout(void) {
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_BROADCAST); /* plain output: through staging */
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER);
+  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER_CONTROL);
 }
 
 /* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
