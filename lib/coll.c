@@ -147,12 +147,15 @@ static int staged(gc_comm_t comm, const gc__plan_t *plan, size_t bytes, size_t p
 
 /* The rings through staging (broadcast and all-gather by writes, broadcast.cu): their slots in the
  * first half of every rank's staging, pieces by size or GC_PUSH_PIECE, and the control warp
- * (GC_PUSH_CONTROL; auto: off). */
-static void staged_ring_args(gc_comm_t comm, gc_kargs_t *a) {
+ * (GC_PUSH_CONTROL; auto: the all-gather's). 2 x H200, plain outputs, forced, us, with it against
+ * without (run 135, bench/results/plain-h200x2/ring_control_run135/): all-gather 64 MB 108.2
+ * against 113.7, 256 MB 390.5 against 410.7, 1 GB 1536.9 against 1595.8; broadcast 64 MB 197.2
+ * against 191.1, 1 GB 2931.3 against 2920.2. */
+static void staged_ring_args(gc_comm_t comm, gc_kargs_t *a, int gather) {
   a->piece = comm->push_piece;
   a->slot_bytes = staging_half(comm);
   for (int r = 0; r < comm->local_size; r++) a->in[r] = staging_in(comm, r);
-  a->control = comm->push_control > 0;
+  a->control = comm->push_control >= 0 ? comm->push_control : gather;
 }
 
 /* Half the planned grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS),
@@ -440,7 +443,7 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
      * piece through every other rank's staging (broadcast.cu). */
     GC_CHECK(usable_or(comm, o, 1, "", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-      staged_ring_args(comm, &a);
+      staged_ring_args(comm, &a, 1);
       return gc__launched(comm, gc_kernel_allgather_staged(&a, stream), "all-gather");
     }
   }
@@ -531,7 +534,7 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
      * replaced ran at ~205 GB/s (run 129: 1 GB 5228.4 us against NCCL's 2995.4). 3 and 5-8 GPUs:
      * not measured. */
     gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
-    staged_ring_args(comm, &a);
+    staged_ring_args(comm, &a, 0);
     a.root = root;
     a.send = me == root ? send : NULL;
     a.recv = recv;

@@ -28,7 +28,7 @@
   XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
   XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
-  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "kernels by writes: a control warp signals (1), the block (0), auto (reduce-scatter on 3-4 GPUs)") \
+  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "kernels by writes: a control warp signals (1), the block (0), auto (reduce-scatter on 3-4 GPUs, all-gather through staging)") \
   XX(CE_ALLREDUCE, "GC_CE_ALLREDUCE", "auto", "copy-engine all-reduce's reduce half: copies, reads, writes or auto") \
   XX(CE_CHUNKS, "GC_CE_CHUNKS", "2", "copy-engine all-reduce by copies: pipeline stages, 1-8") \
   XX(STAGED_BLOCKS, "GC_STAGED_BLOCKS", "128", "staged copy-engine path: blocks of its copies out of staging, 1-128") \
