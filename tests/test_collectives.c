@@ -508,7 +508,7 @@ static int allgather_push_cases(void) {
 
 static int broadcasts_queued(gc_algo_t algo);
 
-static void test_broadcast_push(void) {
+static void test_bywrites_rings(void) {
   if (!gc_test_peer_gpus("broadcast and all-gather by writes", 2)) return;
   mode_algo = GC_ALGO_TWOSHOT_PUSH;
   mode_symmetric = 1;
@@ -715,7 +715,7 @@ void gc_test_suite_collectives(void) {
                                          {"all-gather", test_allgather},
                                          {"broadcast", test_broadcast},
                                          {"copy-engine path", test_copyengine},
-                                         {"broadcast by writes", test_broadcast_push},
+                                         {"broadcast and all-gather by writes", test_bywrites_rings},
                                          {"reduce-scatter by writes", test_rs_bywrites},
                                          {"barrier-free one-shot (LL)", test_ll},
                                          {NULL, NULL}};
