@@ -98,11 +98,16 @@ static const row_t rows[] = {
      * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
     {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 119.2 vs 114.1 us */
-    /* Outputs peers cannot write: by writes through staging against the staged copy engines and
-     * the one-shot with copy-in, forced, --eager, us (run 132, bench/results/plain-h200x2/
-     * ag_forced_*_run132.txt): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 / 138.6, 256 MB
-     * 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
+    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    /* By writes through staging (control warp) against the copy engines and the one-shot, outputs
+     * from gc_mem_alloc, forced, us (run 137, bench/results/forced/ag2_*_run137.txt): 16 MB 39.41 /
+     * 46.26 / 33.98, 32 MB 60.27 / 69.62 / 61.67, 64 MB 107.0 / 114.8 / 120.1, 128 MB 203.2 / 203.2
+     * / 233.3, 256 MB 391.6 / 373.3 / 453.6. Outputs peers cannot write, against the staged copy
+     * engines and the one-shot with copy-in, --eager (run 132, bench/results/plain-h200x2/
+     * ag_forced_*_run132.txt; by writes without the control warp there, run 135 with it: 64 MB
+     * 108.2, 256 MB 390.5, 1 GB 1536.9): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 / 138.6,
+     * 256 MB 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
+    {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
