@@ -111,6 +111,34 @@ static void test_reducescatter_by_writes_rows(void) {
   CU_ASSERT_FALSE(p.from_table);
 }
 
+/* 2 GPUs, all-gather (runs 132-137): by writes through staging past 16 MB up to 64 MB for any
+ * output and up to 256 MB for outputs peers cannot write (the row's plain column), the copy
+ * engines above; 3+ GPUs leave it alone. */
+static void test_allgather_by_writes_rows(void) {
+  struct gc_comm c;
+  gc_options_t o = GC_OPTIONS_INIT;
+  static const struct { size_t bytes; gc_algo_t algo, plain; } want[] = {
+      {16 << 20, GC_ALGO_ONESHOT, GC_ALGO_AUTO},
+      {64 << 20, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_AUTO},
+      {128 << 20, GC_ALGO_COPYENGINE, GC_ALGO_TWOSHOT_PUSH},
+      {256 << 20, GC_ALGO_COPYENGINE, GC_ALGO_TWOSHOT_PUSH},
+      {(size_t)1 << 30, GC_ALGO_COPYENGINE, GC_ALGO_AUTO},
+  };
+  node_of(&c, 2, 1);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    gc__plan_t p;
+    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLGATHER, want[i].bytes, 0, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(p.algo, want[i].algo);
+    CU_ASSERT_EQUAL(p.plain, want[i].plain);
+  }
+  for (int n = 3; n <= 8; n++) {
+    node_of(&c, n, 1);
+    gc__plan_t p;
+    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLGATHER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(p.plain, GC_ALGO_AUTO);
+  }
+}
+
 static void test_no_peer_access_is_mpi(void) {
   struct gc_comm c;
   gc_options_t o = GC_OPTIONS_INIT;
@@ -128,6 +156,7 @@ void gc_test_suite_dispatch(void) {
   static const gc_test_case_t tests[] = {{"every GPU count 1-8 and size", test_every_node_size},
                                          {"8-GPU rows", test_eight_gpu_rows},
                                          {"reduce-scatter by writes rows", test_reducescatter_by_writes_rows},
+                                         {"all-gather by writes rows", test_allgather_by_writes_rows},
                                          {"no peer access: MPI", test_no_peer_access_is_mpi},
                                          {NULL, NULL}};
   gc_test_add_suite("dispatch", tests);
