@@ -325,7 +325,8 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
 
 // The ring through staging for `groups` broadcasts at once (1, or n for the all-gather): pieces
 // and grid such that GC_STAGED_SLOTS of every block fit a->slot_bytes: less room takes smaller
-// pieces, down to 4 KB, then fewer blocks; the grid a multiple of the groups.
+// pieces, down to 4 KB, then fewer blocks, down to one per group, then pieces under 4 KB (the
+// smallest staging area, 64 KB, on 8 GPUs); the grid a multiple of the groups.
 static int launch_staged_ring(const gc_kargs_t *a, int gather, cudaStream_t s) {
   gc_kargs_t b = *a;
   const size_t groups = gather ? (size_t)a->peers.nranks : 1;
@@ -339,7 +340,11 @@ static int launch_staged_ring(const gc_kargs_t *a, int gather, cudaStream_t s) {
     piece = 4096;
     blocks = room / piece / groups * groups;
   }
-  if (blocks < groups || blocks > GC_KMAX_BLOCKS) return cudaErrorInvalidValue;
+  if (blocks < groups) {
+    blocks = groups;
+    piece = (room / groups) & ~(size_t)15;
+  }
+  if (piece < 16 || blocks > GC_KMAX_BLOCKS) return cudaErrorInvalidValue;
   b.blocks = (int)blocks;
   b.piece = piece;
   cudaLaunchAttribute attr[1];

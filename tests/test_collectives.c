@@ -506,6 +506,11 @@ static int allgather_push_cases(void) {
   return bad;
 }
 
+/* The smallest staging area (64 KB): one block per part on 3+ GPUs, pieces under 4 KB. */
+static int allgather_tiny_staging_cases(void) {
+  return !run_ag(GC_BFLOAT16, 65537, 0) + !run_ag(GC_UINT8, 100003, 1) + !run_ag(GC_FLOAT32, 4096, 1);
+}
+
 static int broadcasts_queued(gc_algo_t algo);
 
 static void test_bywrites_rings(void) {
@@ -528,6 +533,7 @@ static void test_bywrites_rings(void) {
   bad += on_comm(allgather_push_cases, 0, 1);
   bad += on_comm(allgather_push_cases, 1 << 20, 1);
   bad += on_comm(broadcast_push_cases, 1 << 20, 1);
+  bad += on_comm(allgather_tiny_staging_cases, 65536, -1);
   mode_algo = GC_ALGO_AUTO;
   CU_ASSERT_EQUAL(bad, 0);
 }
