@@ -120,7 +120,8 @@ int gc_kernel_broadcast(const gc_kargs_t *a, int one_stage, cudaStream_t stream)
 int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t stream);
 /* Broadcast by writes through staging, for any outputs (broadcast.cu): along the ring from root,
  * each piece into the next rank's staging a->in[next] at slot (k % GC_STAGED_SLOTS, block), in
- * the first a->slot_bytes (at least 3 x 4 KB); a->piece as for gc_kernel_broadcast_push. */
+ * the first a->slot_bytes (pieces of 4 KB or more, less on the smallest staging area); a->piece
+ * as for gc_kernel_broadcast_push; a->control: the control warp. */
 #define GC_STAGED_SLOTS 3
 int gc_kernel_broadcast_staged(const gc_kargs_t *a, cudaStream_t stream);
 /* All-gather by writes through staging, for any outputs: n such rings at once, rank g's part

@@ -425,16 +425,6 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
   a.recv = recv;
   a.count = count;
   if (plan->algo == GC_ALGO_ONESHOT_LL) return gc__launched(comm, gc_kernel_allgather_ll(&a, stream), "all-gather");
-  void *sym_in[GC_MAX_LOCAL_RANKS];
-  int in_zero;
-  if (send == (const char *)recv + me * count * es) {
-    /* In place: each rank's part sits at its own slot of its symmetric recv, not at our offset. */
-    in_zero = gc__symmetric_lookup(comm, recv, n * count * es, sym_in);
-    for (int r = 0; in_zero && r < n; r++) sym_in[r] = (char *)sym_in[r] + r * count * es;
-  } else {
-    in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
-  }
-  size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   void *sym_out[GC_MAX_LOCAL_RANKS];
   int sym = gc__symmetric_lookup(comm, recv, n * count * es, sym_out);
   if (!sym && plan->plain != GC_ALGO_AUTO) plan->algo = plan->plain; /* the table's row says so */
@@ -460,6 +450,16 @@ static gc_result_t p2p_allgather(gc_comm_t comm, const void *send, void *recv, s
     if (plan->algo == GC_ALGO_COPYENGINE) return gc__ce_allgather(comm, &a.peers, send, sym_out, count * es, stream);
   }
   if (count * es <= GC_PUSH_MAX_BYTES) return gc__launched(comm, gc_kernel_push_gather(&a, 0, stream), "all-gather");
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  int in_zero;
+  if (send == (const char *)recv + me * count * es) {
+    /* In place: each rank's part sits at its own slot of its symmetric recv, not at our offset. */
+    in_zero = gc__symmetric_lookup(comm, recv, n * count * es, sym_in);
+    for (int r = 0; in_zero && r < n; r++) sym_in[r] = (char *)sym_in[r] + r * count * es;
+  } else {
+    in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
+  }
+  size_t chunk = in_zero ? count : (staging_half(comm) / es) & ~(size_t)15;
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
     size_t cn = count - c0 < chunk ? count - c0 : chunk;
     for (int r = 0; r < n; r++) {

@@ -326,7 +326,7 @@ typedef struct gc__plan {
   int blocks;
   int threads;
   gc_algo_t plain; /* the row's choice when peers cannot use the buffer (reduce-scatter: input,
-                      broadcast: output; AUTO: algo) */
+                      all-gather and broadcast: output; AUTO: algo) */
   int from_table;  /* algo is the table row's (not the options', GC_ALGO's or the tuner's) */
 } gc__plan_t;
 /* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
