@@ -32,6 +32,11 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
   local rc=$?
   echo "=== $name rc=$rc in $(( $(date +%s) - t0 ))s"
   grep -E "Run Summary|tests |asserts |failure|FAIL|passed|failed|Error|error:" "$logs/$name.log" | tail -12
+  # a failed suite: its seed (GC_TEST_SEED reproduces the data) and where each failure is
+  if grep -qE "[1-9][0-9]* failure\(s\)" "$logs/$name.log"; then
+    grep -m1 -E "seed [0-9]+" "$logs/$name.log"
+    grep -E "^\[rank [0-9]+\]|^ +[0-9]+\. .*:[0-9]+ +- " "$logs/$name.log" | head -24
+  fi
   { echo "=== $name rc=$rc: $*"; tail -c 200000 "$logs/$name.log"; } >> "${OUT:-/tmp}/all.log"
   return 0
 }
