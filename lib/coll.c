@@ -527,29 +527,23 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
       return gc__ce_broadcast(comm, &a.peers, send, sym, count * es, root, stream);
     }
   }
-  if (plan->algo == GC_ALGO_TWOSHOT_PUSH && !zero && n >= 2) {
-    /* Peers cannot write our output: root's pieces go along the ring through each rank's staging
-     * (broadcast.cu). 2 GPUs: from 32 MB it beats LL (run 123, forced: 101.5 / 191.0 us at 32 / 64
-     * MB against 104.2 / 208.1; 16 MB 58.25 against 52.30). 4 GPUs: the two-stage pull it
-     * replaced ran at ~205 GB/s (run 129: 1 GB 5228.4 us against NCCL's 2995.4). 3 and 5-8 GPUs:
-     * not measured. */
-    gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
-    staged_ring_args(comm, &a, 0);
-    a.root = root;
-    a.send = me == root ? send : NULL;
-    a.recv = recv;
-    a.count = count;
-    return gc__launched(comm, gc_kernel_broadcast_staged(&a, stream), "broadcast");
-  }
   if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
-    GC_CHECK(usable_or(comm, o, zero, "a recvbuf from gc_mem_alloc",
-                       n > 2 && count * es > ((size_t)1 << 20) ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT, plan));
+    GC_CHECK(usable_or(comm, o, 1, "", GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) {
       gc_kargs_t a = base_args(comm, plan, o, dtype, GC_SUM);
       a.root = root;
       a.send = me == root ? send : NULL;
       a.recv = recv;
       a.count = count;
+      if (!zero) {
+        /* Peers cannot write our output: root's pieces go along the ring through each rank's
+         * staging (broadcast.cu). 2 GPUs: from 32 MB it beats LL (run 123, forced: 101.5 / 191.0
+         * us at 32 / 64 MB against 104.2 / 208.1; 16 MB 58.25 against 52.30). 4 GPUs: the
+         * two-stage pull it replaced ran at ~205 GB/s (run 129: 1 GB 5228.4 us against NCCL's
+         * 2995.4). 3 and 5-8 GPUs: not measured. */
+        staged_ring_args(comm, &a, 0);
+        return gc__launched(comm, gc_kernel_broadcast_staged(&a, stream), "broadcast");
+      }
       for (int r = 0; r < n; r++) a.pub[r] = sym[r];
       a.piece = comm->push_piece;
       a.ring = push_schedule_ring(comm, count * es);
