@@ -250,13 +250,19 @@ int gc_test_peer_gpus(const char *what, int min_ranks) {
   return 0;
 }
 
+const char *gc_test_only[GC_TEST_MAX_ONLY];
+int gc_test_nonly = 0;
+
 void gc_test_add_suite(const char *name, const gc_test_case_t *tests) {
   CU_pSuite s = CU_add_suite(name, NULL, NULL);
   if (!s) {
     fprintf(stderr, "CU_add_suite(%s) failed: %s\n", name, CU_get_error_msg());
     return;
   }
-  for (const gc_test_case_t *t = tests; t->name; t++)
-    if (!CU_add_test(s, t->name, t->fn))
+  for (const gc_test_case_t *t = tests; t->name; t++) {
+    int chosen = gc_test_nonly == 0;
+    for (int i = 0; i < gc_test_nonly; i++) chosen |= strstr(t->name, gc_test_only[i]) != NULL;
+    if (chosen && !CU_add_test(s, t->name, t->fn))
       fprintf(stderr, "CU_add_test(%s.%s) failed: %s\n", name, t->name, CU_get_error_msg());
+  }
 }

@@ -97,5 +97,9 @@ void gc_test_suite_tune(void);
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;
 void gc_test_add_suite(const char *name, const gc_test_case_t *tests);
+/* --test TEXT (gc_tests): gc_test_add_suite adds only the tests whose names contain one of these. */
+#define GC_TEST_MAX_ONLY 32
+extern const char *gc_test_only[GC_TEST_MAX_ONLY];
+extern int gc_test_nonly;
 
 #endif /* GC_TEST_H */

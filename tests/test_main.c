@@ -33,9 +33,10 @@ static const struct {
 
 static void usage(const char *argv0) {
   fprintf(stderr,
-          "usage: %s [--gpu] [--unit] [--suite NAME]...\n"
+          "usage: %s [--gpu] [--unit] [--suite NAME]... [--test TEXT]...\n"
           "  --unit        run the suites that need no communicator (no mpirun needed)\n"
           "  --gpu         buffers on the GPU; fails when a rank has none\n"
+          "  --test TEXT   run only the tests whose names contain one of these texts\n"
           "  --suite NAME  run only these suites:", argv0);
   for (int i = 0; i < NUM_SUITES; i++) fprintf(stderr, " %s", suites[i].name);
   fprintf(stderr, "\n  GC_TEST_SEED=N fixes the random inputs (the seed is printed each run)\n");
@@ -48,6 +49,8 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--unit") == 0) unit = 1;
     else if (strcmp(argv[i], "--gpu") == 0) gpu = 1;
     else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc && nsel < 32) sel[nsel++] = argv[++i];
+    else if (strcmp(argv[i], "--test") == 0 && i + 1 < argc && gc_test_nonly < GC_TEST_MAX_ONLY)
+      gc_test_only[gc_test_nonly++] = argv[++i];
     else {
       usage(argv[0]);
       return 2;
@@ -126,6 +129,13 @@ int main(int argc, char **argv) {
       chosen = 0;
     }
     if (chosen) suites[i].add();
+  }
+  if (gc_test_nonly && CU_get_registry()->uiNumberOfTests == 0) {
+    if (gc_test_rank == 0) fprintf(stderr, "no test of the chosen suites has a name with the --test text(s) given\n");
+    CU_cleanup_registry();
+    if (gc_test_comm) gc_comm_destroy(gc_test_comm);
+    MPI_Finalize();
+    return 2;
   }
 
   /* Rank 0 reports; the others stay quiet unless something failed on them. */
