@@ -226,8 +226,8 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_push_kernel(const gc_kargs_t a, size_
 // its k-th piece: data in the receiver's row of its sender, "free" in the sender's row of its
 // receiver (different words, one writer each). No entry barrier: a call starts with every
 // staging area free (every call ends only once its peers are done reading their own staging) and
-// with every rank's signal rows at the epochs they share. A rank that writes on ends once the next
-// rank has freed its last piece, so no staging read is left over for the next call.
+// with every rank's signal rows at the epochs they share. So this one ends the same way: on 2 GPUs
+// a rank that writes on ends once the next rank has freed its last piece; on 3+ at a barrier.
 // The all-gather (gather = 1) is n such broadcasts at once: the blocks make n groups, block b the
 // (b / n)-th lane of group b % n, and group g carries rank g's part (a.send, a.count elements)
 // into every recv + g * part along the ring from g, in the same slots with the same signals.
@@ -280,8 +280,17 @@ __global__ void GC_LAUNCH_BOUNDS staged_ring_kernel(const gc_kargs_t a, int gath
       sync.signal_each(tell, mark);
     }
   }
-  if (forwards && T && !sync.wait(next, base + T)) return;
   sync.epoch = base + T;
+  // No rank ends while another may still read its staging: the next call may write peers'
+  // staging as soon as it starts (the kernels by writes). On 2 GPUs only the next rank writes into
+  // ours, and it ends once we have freed its last piece; on 3+ GPUs ranks further up the ring do
+  // not wait for us, so every block ends at a barrier (without it, 4 ranks once got wrong broadcast
+  // data: root began an all-reduce by writes into the staging of ranks still copying out).
+  if (n > 2) {
+    if (!sync.barrier()) return;
+  } else if (forwards && T && !sync.wait(next, base + T)) {
+    return;
+  }
   sync.done();
 }
 
