@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "gc_internal.h"
+#include "gc_rng.h"
 #include "gc_test.h"
 
 static int salt_counter = 1000000;
@@ -742,6 +743,162 @@ static void test_after_rings(void) {
   CU_ASSERT(gc_test_all(ok));
 }
 
+/* Random sequences of calls queued on one stream without a synchronization: collective,
+ * algorithm, buffers (plain, or from gc_mem_alloc and so zero-copy), dtype, op, size, root and in
+ * place drawn from the run's seed, the same on every rank. So every kind of call follows every
+ * other, and whatever one leaves behind (staging, push areas, LL generations, signals, epochs)
+ * must not spoil the next. A call an algorithm cannot take (GC_ERR_UNSUPPORTED, alike on every
+ * rank) is left out of the check. Every output is checked at the end. */
+enum { SEQ_CALLS = 32 };
+typedef struct {
+  int kind, root, in_place, sym, salt;
+  gc_algo_t algo;
+  gc_dtype_t dtype;
+  gc_op_t op;
+  size_t count; /* all-reduce, broadcast: elements; reduce-scatter, all-gather: per rank */
+  char *send, *recv;
+  gc_result_t rc;
+} seq_call_t;
+enum { SEQ_AR, SEQ_RS, SEQ_AG, SEQ_BC };
+static const char *const seq_kind_name[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
+
+static uint64_t seq_state;
+static size_t seq_draw(size_t below) {
+  seq_state = gc__mix64(seq_state);
+  return (size_t)(seq_state % below);
+}
+
+/* Input bytes and output bytes of a call (in place: one buffer of the larger). */
+static void seq_sizes(const seq_call_t *c, size_t *in_bytes, size_t *out_bytes) {
+  const size_t es = gc_dtype_size(c->dtype), n = (size_t)gc_test_size;
+  *in_bytes = (c->kind == SEQ_RS ? n : 1) * c->count * es;
+  *out_bytes = (c->kind == SEQ_AG ? n : 1) * c->count * es;
+}
+
+static void *seq_alloc(int sym, size_t bytes) {
+  if (!sym) return gc_test_alloc(bytes);
+  void *p = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes, &p));
+  return p;
+}
+
+static void seq_free(int sym, void *p) {
+  if (!sym) gc_test_free(p);
+  else GC_TEST_OK(gc_mem_free(gc_test_comm, p));
+}
+
+static int seq_check(const seq_call_t *c, int i) {
+  const int n = gc_test_size, me = gc_test_rank;
+  const size_t es = gc_dtype_size(c->dtype);
+  size_t in_bytes, out_bytes;
+  seq_sizes(c, &in_bytes, &out_bytes);
+  char what[160];
+  snprintf(what, sizeof what, "call %d of a sequence: %s %s %s %s count %zu root %d%s%s", i, seq_kind_name[c->kind],
+           gc_algo_name(c->algo), gc_dtype_name(c->dtype), gc_op_name(c->op), c->count, c->root,
+           c->in_place ? " in place" : "", c->sym ? " gc_mem_alloc" : "");
+  char *h = malloc(out_bytes + 1), *want = malloc(out_bytes + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+  gc_test_download(h, c->recv, out_bytes);
+  int ok = 1;
+  if (c->kind == SEQ_AR || c->kind == SEQ_RS) {
+    gc_test_red_t R;
+    gc_test_red_init(&R, c->dtype, c->op, c->salt);
+    if (c->kind == SEQ_RS) R.base = (size_t)me * c->count;
+    ok = gc_test_check_red(what, &R, h, c->count, 1) == 0;
+  } else {
+    for (int q = 0; q < (c->kind == SEQ_AG ? n : 1); q++)
+      expected_input(want + (size_t)q * c->count * es, c->dtype, c->kind == SEQ_AG ? q : c->root, c->salt, c->count);
+    if (memcmp(h, want, out_bytes) != 0) {
+      fprintf(stderr, "[rank %d] %s: wrong data\n", me, what);
+      ok = 0;
+    }
+  }
+  free(h);
+  free(want);
+  return ok;
+}
+
+static int seq_cases(void) {
+  static const gc_algo_t algos[] = {GC_ALGO_AUTO, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH,
+                                    GC_ALGO_ONESHOT_LL, GC_ALGO_COPYENGINE, GC_ALGO_MPI};
+  static const size_t counts[] = {1, 1021, 65537, 262147, 1000003};
+  static const gc_dtype_t dtypes[] = {GC_FLOAT32, GC_BFLOAT16};
+  static const gc_op_t ops[] = {GC_SUM, GC_MAX, GC_AVG};
+  const int n = gc_test_size, me = gc_test_rank;
+  seq_call_t calls[SEQ_CALLS];
+  for (int i = 0; i < SEQ_CALLS; i++) {
+    seq_call_t *c = &calls[i];
+    memset(c, 0, sizeof *c);
+    c->kind = (int)seq_draw(4);
+    c->algo = algos[seq_draw(sizeof algos / sizeof algos[0])];
+    c->dtype = dtypes[seq_draw(2)];
+    c->op = ops[seq_draw(3)];
+    c->count = counts[seq_draw(sizeof counts / sizeof counts[0])];
+    c->root = (int)seq_draw((size_t)n);
+    c->in_place = (c->kind == SEQ_AR || c->kind == SEQ_BC) && seq_draw(4) == 0;
+    c->sym = seq_draw(2) == 0;
+    c->salt = ++salt_counter;
+    size_t in_bytes, out_bytes;
+    seq_sizes(c, &in_bytes, &out_bytes);
+    c->recv = seq_alloc(c->sym, out_bytes);
+    c->send = c->in_place ? c->recv : seq_alloc(c->sym, in_bytes);
+    gc_test_poison(c->recv, out_bytes);
+    if (c->kind != SEQ_BC || me == c->root) gc_test_fill(c->send, in_bytes / gc_dtype_size(c->dtype), c->dtype, me, c->salt);
+  }
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  gc_result_t failed = GC_SUCCESS;
+  for (int i = 0; i < SEQ_CALLS && failed == GC_SUCCESS; i++) {
+    seq_call_t *c = &calls[i];
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = c->algo;
+    switch (c->kind) {
+      case SEQ_AR: c->rc = gc_allreduce_ex(c->send, c->recv, c->count, c->dtype, c->op, gc_test_comm, stream, &o); break;
+      case SEQ_RS: c->rc = gc_reducescatter_ex(c->send, c->recv, c->count, c->dtype, c->op, gc_test_comm, stream, &o); break;
+      case SEQ_AG: c->rc = gc_allgather_ex(c->send, c->recv, c->count, c->dtype, gc_test_comm, stream, &o); break;
+      default:
+        c->rc = gc_broadcast_ex(me == c->root ? c->send : NULL, c->recv, c->count, c->dtype, c->root, gc_test_comm, stream, &o);
+    }
+    if (c->rc != GC_SUCCESS && c->rc != GC_ERR_UNSUPPORTED) {
+      fprintf(stderr, "[rank %d] call %d of a sequence (%s, %s): %s: %s\n", me, i, seq_kind_name[c->kind],
+              gc_algo_name(c->algo), gc_result_name(c->rc), gc_comm_last_error(gc_test_comm));
+      failed = c->rc;
+    }
+  }
+  int ok = finished(failed == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : failed, "a sequence of calls");
+  int rcs[SEQ_CALLS], checked = 0;
+  for (int i = 0; i < SEQ_CALLS; i++) rcs[i] = (int)calls[i].rc;
+  if (!gc_test_same_on_all_ranks(rcs, sizeof rcs)) {
+    fprintf(stderr, "[rank %d] a sequence of calls: the ranks' calls did not end alike\n", me);
+    ok = 0;
+  }
+  for (int i = 0; i < SEQ_CALLS && ok; i++)
+    if (calls[i].rc == GC_SUCCESS) {
+      ok = seq_check(&calls[i], i);
+      checked++;
+    }
+  for (int i = SEQ_CALLS - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
+    if (!calls[i].in_place) seq_free(calls[i].sym, calls[i].send);
+    seq_free(calls[i].sym, calls[i].recv);
+  }
+  /* Refusals come from the draw (an algorithm that needs gc_mem_alloc buffers, LL's limits): a
+   * quarter of the calls taken at least, or the sequence checks too little. */
+  gc_test_note("a sequence of calls: %d of %d taken and checked", checked, SEQ_CALLS);
+  ok = ok && checked >= SEQ_CALLS / 4;
+  return gc_test_all(ok) ? 0 : 1;
+}
+
+static void test_random_sequences(void) {
+  if (!gc_test_peer_gpus("random sequences of calls", 2)) return;
+  seq_state = gc_test_seed;
+  int bad = 0;
+  for (int round = 0; round < 3; round++) bad += seq_cases();
+  bad += on_small_staging(seq_cases); /* chunks and many pieces per call */
+  bad += on_comm(seq_cases, 0, 1);    /* the control warp of the kernels by writes */
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_ll(void) {
   if (!gc_test_peer_gpus("LL collectives", 2)) return;
   mode_algo = GC_ALGO_ONESHOT_LL;
@@ -807,6 +964,7 @@ void gc_test_suite_collectives(void) {
                                          {"broadcast and all-gather by writes", test_bywrites_rings},
                                          {"reduce-scatter by writes", test_rs_bywrites},
                                          {"calls after rings through staging", test_after_rings},
+                                         {"random sequences of calls", test_random_sequences},
                                          {"barrier-free one-shot (LL)", test_ll},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);
