@@ -248,9 +248,13 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     int out_ok = gc__symmetric_lookup(comm, recv, count * os, sym_out);
     int in_ok = gc__symmetric_lookup(comm, send, count * es, sym_in);
     if (!out_ok && staged(comm, plan, count * es, SIZE_MAX)) {
-      gc_kargs_t a = base_args(comm, plan, o, dtype, op);
       int by_copies = comm->ce_allreduce == GC_CE_AR_COPIES || bywrites_slot(comm) < 256;
-      return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
+      GC_CHECK(usable_or(comm, o, !by_copies || gc__ce_inbox_fits(comm), "a larger staging area (GC_STAGING_BYTES)",
+                         GC_ALGO_TWOSHOT_PUSH, plan));
+      if (plan->algo == GC_ALGO_COPYENGINE) {
+        gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+        return gc__ce_allreduce_staged(comm, &a, send, recv, count, es, os, o->add, by_copies, stream);
+      }
     }
     GC_CHECK(usable_or(comm, o, out_ok && (in_ok || os == es),
                        out_ok ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
@@ -292,7 +296,9 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   size_t chunk = count;
   if (!in_zero) chunk = staging_half(comm) / es;
   if (plan->algo == GC_ALGO_TWOSHOT && !out_sym && staging_half(comm) / os < chunk) chunk = staging_half(comm) / os;
-  chunk &= ~(size_t)15; /* keeps every chunk start 16-byte aligned for any element size */
+  /* Chunk starts 16-byte aligned for any element size; one chunk (zero-copy) needs no rounding,
+   * which would make it 0 under 16 elements (the loop below never ended). */
+  if (chunk < count) chunk &= ~(size_t)15;
   gc_kargs_t a = base_args(comm, plan, o, dtype, op);
   for (size_t c0 = 0; c0 < count; c0 += chunk) {
     size_t cn = count - c0 < chunk ? count - c0 : chunk;
@@ -359,7 +365,9 @@ static gc_result_t p2p_reducescatter(gc_comm_t comm, const void *send, void *rec
     if (plan->algo == GC_ALGO_TWOSHOT_PUSH) return gc__reducescatter_bywrites(comm, &a, es, stream);
   }
   if (plan->algo == GC_ALGO_COPYENGINE) {
-    GC_CHECK(usable_or(comm, o, sp->axis != 1, "contiguous parts (axis 0 or 1-D)", GC_ALGO_ONESHOT, plan));
+    GC_CHECK(usable_or(comm, o, sp->axis != 1 && gc__ce_inbox_fits(comm),
+                       sp->axis == 1 ? "contiguous parts (axis 0 or 1-D)" : "a larger staging area (GC_STAGING_BYTES)",
+                       GC_ALGO_ONESHOT, plan));
     if (plan->algo == GC_ALGO_COPYENGINE)
       return gc__ce_reducescatter(comm, &a, send, recv, sp->off, sp->len, es, os, o->add, stream);
   }

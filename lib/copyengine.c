@@ -253,11 +253,16 @@ gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base,
   return end(comm, &base->peers, 1, stream);
 }
 
+int gc__ce_inbox_fits(gc_comm_t comm) { return inbox_layout(comm, comm->local_size).row >= 4096; }
+
 gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,
                                  const size_t *off, const size_t *len, size_t es, size_t os, const void *add,
                                  cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
   const inbox_t ib = inbox_layout(comm, n);
+  if (!gc__ce_inbox_fits(comm))
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a staging area of %zu bytes is too small for the copy-engine "
+                                             "reduce-scatter on %d GPUs (GC_STAGING_BYTES)", comm->tp.staging_bytes, n);
   size_t maxlen = 0;
   for (int r = 0; r < n; r++) maxlen = len[r] > maxlen ? len[r] : maxlen;
   const size_t chunk = ib.row / es, chunks = (maxlen + chunk - 1) / chunk;

@@ -268,6 +268,9 @@ GC_HIDDEN gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_ka
                                               int chunks, cudaStream_t stream);
 /* coll.c: the reduce-scatter by writes; a: regions, send, recv and epilogue set. */
 GC_HIDDEN gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, struct gc_kargs *a, size_t es, cudaStream_t stream);
+/* Whether the copy-engine reduce-scatter's inboxes (a row per rank, three buffers) fit the
+ * staging area in rows of 4 KB or more; gc__ce_reducescatter refuses the call otherwise. */
+GC_HIDDEN int gc__ce_inbox_fits(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send,
                                            void *recv, const size_t *off, const size_t *len, size_t es,
                                            size_t os, const void *add, cudaStream_t stream);

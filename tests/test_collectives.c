@@ -787,15 +787,19 @@ static void seq_free(int sym, void *p) {
   else GC_TEST_OK(gc_mem_free(gc_test_comm, p));
 }
 
+static void seq_name(const seq_call_t *c, int i, char *what, size_t size) {
+  snprintf(what, size, "call %d of a sequence: %s %s %s %s count %zu root %d%s%s", i, seq_kind_name[c->kind],
+           gc_algo_name(c->algo), gc_dtype_name(c->dtype), gc_op_name(c->op), c->count, c->root,
+           c->in_place ? " in place" : "", c->sym ? " gc_mem_alloc" : "");
+}
+
 static int seq_check(const seq_call_t *c, int i) {
   const int n = gc_test_size, me = gc_test_rank;
   const size_t es = gc_dtype_size(c->dtype);
   size_t in_bytes, out_bytes;
   seq_sizes(c, &in_bytes, &out_bytes);
   char what[160];
-  snprintf(what, sizeof what, "call %d of a sequence: %s %s %s %s count %zu root %d%s%s", i, seq_kind_name[c->kind],
-           gc_algo_name(c->algo), gc_dtype_name(c->dtype), gc_op_name(c->op), c->count, c->root,
-           c->in_place ? " in place" : "", c->sym ? " gc_mem_alloc" : "");
+  seq_name(c, i, what, sizeof what);
   char *h = malloc(out_bytes + 1), *want = malloc(out_bytes + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
@@ -849,10 +853,14 @@ static int seq_cases(void) {
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   gc_result_t failed = GC_SUCCESS;
+  const int trace = getenv("GC_TEST_TRACE") != NULL; /* each call on stderr as it is made */
   for (int i = 0; i < SEQ_CALLS && failed == GC_SUCCESS; i++) {
     seq_call_t *c = &calls[i];
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = c->algo;
+    char what[160];
+    seq_name(c, i, what, sizeof what);
+    if (trace) fprintf(stderr, "[rank %d] %s\n", me, what);
     switch (c->kind) {
       case SEQ_AR: c->rc = gc_allreduce_ex(c->send, c->recv, c->count, c->dtype, c->op, gc_test_comm, stream, &o); break;
       case SEQ_RS: c->rc = gc_reducescatter_ex(c->send, c->recv, c->count, c->dtype, c->op, gc_test_comm, stream, &o); break;
@@ -861,11 +869,13 @@ static int seq_cases(void) {
         c->rc = gc_broadcast_ex(me == c->root ? c->send : NULL, c->recv, c->count, c->dtype, c->root, gc_test_comm, stream, &o);
     }
     if (c->rc != GC_SUCCESS && c->rc != GC_ERR_UNSUPPORTED) {
-      fprintf(stderr, "[rank %d] call %d of a sequence (%s, %s): %s: %s\n", me, i, seq_kind_name[c->kind],
-              gc_algo_name(c->algo), gc_result_name(c->rc), gc_comm_last_error(gc_test_comm));
+      fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(c->rc), gc_comm_last_error(gc_test_comm));
       failed = c->rc;
+    } else if (trace) {
+      fprintf(stderr, "[rank %d] call %d: %s\n", me, i, gc_result_name(c->rc));
     }
   }
+  if (trace) fprintf(stderr, "[rank %d] all calls made, synchronizing\n", me);
   int ok = finished(failed == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : failed, "a sequence of calls");
   int rcs[SEQ_CALLS], checked = 0;
   for (int i = 0; i < SEQ_CALLS; i++) rcs[i] = (int)calls[i].rc;

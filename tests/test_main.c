@@ -39,7 +39,8 @@ static void usage(const char *argv0) {
           "  --test TEXT   run only the tests whose names contain one of these texts\n"
           "  --suite NAME  run only these suites:", argv0);
   for (int i = 0; i < NUM_SUITES; i++) fprintf(stderr, " %s", suites[i].name);
-  fprintf(stderr, "\n  GC_TEST_SEED=N fixes the random inputs (the seed is printed each run)\n");
+  fprintf(stderr, "\n  GC_TEST_SEED=N fixes the random inputs (the seed is printed each run)\n"
+                  "  GC_TEST_TRACE=1 prints each call of the random sequences as it is made\n");
 }
 
 int main(int argc, char **argv) {

@@ -103,6 +103,9 @@ static void test_symmetric_zero_copy(void) {
     check_allreduce(gc_test_comm, "symmetric out-of-place bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
     check_allreduce(gc_test_comm, "symmetric in-place f32", a, a, n, GC_FLOAT32, GC_SUM, &o, salt++);
     check_allreduce(gc_test_comm, "symmetric small f16 min", a, b, 1000, GC_FLOAT16, GC_MIN, &o, salt++);
+    /* Under 16 elements: one chunk (the two-shot by reads once looped forever on 0-element chunks). */
+    check_allreduce(gc_test_comm, "symmetric 1 element f32", a, b, 1, GC_FLOAT32, GC_SUM, &o, salt++);
+    check_allreduce(gc_test_comm, "symmetric 15 elements bf16 in place", a, a, 15, GC_BFLOAT16, GC_MAX, &o, salt++);
     /* Offsets that break 16-byte alignment take the element-wise path, still zero-copy. */
     check_allreduce(gc_test_comm, "symmetric unaligned bf16", (char *)a + 2, (char *)b + 6, 70001, GC_BFLOAT16, GC_SUM,
                     &o, salt++);
