@@ -117,6 +117,9 @@ static inbox_t inbox_layout(gc_comm_t comm, int rows) {
   return ib;
 }
 
+/* Rows under 4 KB: too little staging for the pipelines through inboxes (and 0-byte rows). */
+static int inbox_usable(const inbox_t *ib) { return ib->row >= 4096; }
+
 static char *inbox_row(gc_comm_t comm, const inbox_t *ib, int rank, size_t chunk, int row) {
   return comm->tp.staging[rank] + ((chunk % INBOX_NB) * ib->rows + row) * ib->row;
 }
@@ -253,14 +256,17 @@ gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base,
   return end(comm, &base->peers, 1, stream);
 }
 
-int gc__ce_inbox_fits(gc_comm_t comm) { return inbox_layout(comm, comm->local_size).row >= 4096; }
+int gc__ce_inbox_fits(gc_comm_t comm) {
+  const inbox_t ib = inbox_layout(comm, comm->local_size);
+  return inbox_usable(&ib);
+}
 
 gc_result_t gc__ce_reducescatter(gc_comm_t comm, const struct gc_kargs *base, const void *send, void *recv,
                                  const size_t *off, const size_t *len, size_t es, size_t os, const void *add,
                                  cudaStream_t stream) {
   const int n = comm->local_size, me = comm->local_rank;
   const inbox_t ib = inbox_layout(comm, n);
-  if (!gc__ce_inbox_fits(comm))
+  if (!inbox_usable(&ib))
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a staging area of %zu bytes is too small for the copy-engine "
                                              "reduce-scatter on %d GPUs (GC_STAGING_BYTES)", comm->tp.staging_bytes, n);
   size_t maxlen = 0;
@@ -372,7 +378,7 @@ gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsig
       most = len[p] > most ? len[p] : most;
     }
   const inbox_t ib = inbox_layout(comm, count < n ? count : n - 1);
-  if (ib.row < 4096)
+  if (!inbox_usable(&ib))
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a staging area of %zu bytes is too small for the staged copy-engine "
                                              "path (GC_STAGING_BYTES)", comm->tp.staging_bytes);
   char *const dst = out;

@@ -17,19 +17,23 @@ static int salt_counter = 1000000;
 static gc_algo_t mode_algo = GC_ALGO_AUTO;
 static int mode_symmetric = 0;
 
-static void *buf_alloc(size_t bytes) {
-  if (!mode_symmetric) return gc_test_alloc(bytes);
+/* A buffer from gc_mem_alloc (sym; every rank calls in the same order) or a plain one, and the
+ * same for the mode the cases run in. */
+static void *alloc_sym_or_plain(int sym, size_t bytes) {
+  if (!sym) return gc_test_alloc(bytes);
   void *p = NULL;
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   return p;
 }
 
-static void buf_free(void *p) {
-  if (!mode_symmetric) gc_test_free(p);
+static void free_sym_or_plain(int sym, void *p) {
+  if (!sym) gc_test_free(p);
   else if (p) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
 }
 
+static void *buf_alloc(size_t bytes) { return alloc_sym_or_plain(mode_symmetric, bytes); }
+static void buf_free(void *p) { free_sym_or_plain(mode_symmetric, p); }
 
 /* Downloads `bytes` of output plus the guard after it; 0 when the guard was written. */
 static int fetch_checked(char *host, const char *dev, size_t bytes, int guarded, const char *what) {
@@ -768,23 +772,11 @@ static size_t seq_draw(size_t below) {
   return (size_t)(seq_state % below);
 }
 
-/* Input bytes and output bytes of a call (in place: one buffer of the larger). */
+/* Input bytes and output bytes of a call (in place, drawn for all-reduce and broadcast only: equal). */
 static void seq_sizes(const seq_call_t *c, size_t *in_bytes, size_t *out_bytes) {
   const size_t es = gc_dtype_size(c->dtype), n = (size_t)gc_test_size;
   *in_bytes = (c->kind == SEQ_RS ? n : 1) * c->count * es;
   *out_bytes = (c->kind == SEQ_AG ? n : 1) * c->count * es;
-}
-
-static void *seq_alloc(int sym, size_t bytes) {
-  if (!sym) return gc_test_alloc(bytes);
-  void *p = NULL;
-  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes, &p));
-  return p;
-}
-
-static void seq_free(int sym, void *p) {
-  if (!sym) gc_test_free(p);
-  else GC_TEST_OK(gc_mem_free(gc_test_comm, p));
 }
 
 static void seq_name(const seq_call_t *c, int i, char *what, size_t size) {
@@ -849,8 +841,8 @@ static int seq_cases(void) {
     c->salt = ++salt_counter;
     size_t in_bytes, out_bytes;
     seq_sizes(c, &in_bytes, &out_bytes);
-    c->recv = seq_alloc(c->sym, out_bytes);
-    c->send = c->in_place ? c->recv : seq_alloc(c->sym, in_bytes);
+    c->recv = alloc_sym_or_plain(c->sym, out_bytes);
+    c->send = c->in_place ? c->recv : alloc_sym_or_plain(c->sym, in_bytes);
     gc_test_poison(c->recv, out_bytes);
     if (c->kind != SEQ_BC || me == c->root) gc_test_fill(c->send, in_bytes / gc_dtype_size(c->dtype), c->dtype, me, c->salt);
   }
@@ -893,8 +885,8 @@ static int seq_cases(void) {
       checked++;
     }
   for (int i = SEQ_CALLS - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
-    if (!calls[i].in_place) seq_free(calls[i].sym, calls[i].send);
-    seq_free(calls[i].sym, calls[i].recv);
+    if (!calls[i].in_place) free_sym_or_plain(calls[i].sym, calls[i].send);
+    free_sym_or_plain(calls[i].sym, calls[i].recv);
   }
   /* Refusals come from the draw (an algorithm that needs gc_mem_alloc buffers, LL's limits): a
    * quarter of the calls taken at least, or the sequence checks too little. */
