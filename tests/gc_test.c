@@ -229,6 +229,10 @@ int gc_test_same_on_all_ranks(const void *host_buf, size_t bytes) {
   return gc_test_all(same);
 }
 
+void gc_test_tmp_path(char *buf, size_t len, const char *name) {
+  snprintf(buf, len, "/tmp/gpucoll-test-%llu-%s", (unsigned long long)gc_test_seed, name);
+}
+
 void gc_test_note(const char *fmt, ...) {
   if (gc_test_rank != 0) return;
   va_list ap;

@@ -76,6 +76,8 @@ int gc_test_close_ex(gc_dtype_t out_dtype, gc_dtype_t in_dtype, double got, doub
 int gc_test_all(int ok);
 /* 1 when the bytes are identical on every rank (rank 0's bytes broadcast and compared). */
 int gc_test_same_on_all_ranks(const void *host_buf, size_t bytes);
+/* A file path every rank agrees on (rank 0's seed), unique per run: /tmp/gpucoll-test-SEED-NAME. */
+void gc_test_tmp_path(char *buf, size_t len, const char *name);
 /* Prints (rank 0 only) a note about a skipped case. */
 void gc_test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 when the suite runs on at least min_ranks GPUs with peer access; else notes that `what` was

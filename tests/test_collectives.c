@@ -1,6 +1,7 @@
 /* test_collectives.c — reduce-scatter (1-D, 2-D on both axes, uneven splits, in place), all-gather
  * and broadcast (every dtype incl. fp8, every root, in place, odd counts); the same cases again
  * through the copy-engine path on symmetric buffers, with a small staging area for many chunks. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -762,6 +763,7 @@ typedef struct {
   size_t count; /* all-reduce, broadcast: elements; reduce-scatter, all-gather: per rank */
   char *send, *recv;
   gc_result_t rc;
+  char why[160]; /* gc_comm_last_error of a refused call */
 } seq_call_t;
 enum { SEQ_AR, SEQ_RS, SEQ_AG, SEQ_BC };
 static const char *const seq_kind_name[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
@@ -815,42 +817,30 @@ static int seq_check(const seq_call_t *c, int i) {
   return ok;
 }
 
-static int seq_cases(void) {
-  /* Host buffers (no GPU) take the MPI path whatever is asked: there AUTO and MPI only, and the
-   * smaller sizes. */
-  static const gc_algo_t algos[] = {GC_ALGO_AUTO, GC_ALGO_MPI, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT,
-                                    GC_ALGO_TWOSHOT_PUSH, GC_ALGO_ONESHOT_LL, GC_ALGO_COPYENGINE};
-  static const size_t counts[] = {1, 1021, 65537, 262147, 1000003};
-  const size_t nalgos = gc_test_on_gpu ? sizeof algos / sizeof algos[0] : 2;
-  const size_t ncounts = gc_test_on_gpu ? sizeof counts / sizeof counts[0] : 3;
-  static const gc_dtype_t dtypes[] = {GC_FLOAT32, GC_BFLOAT16};
-  static const gc_op_t ops[] = {GC_SUM, GC_MAX, GC_AVG};
-  const int n = gc_test_size, me = gc_test_rank;
-  seq_call_t calls[SEQ_CALLS];
-  for (int i = 0; i < SEQ_CALLS; i++) {
-    seq_call_t *c = &calls[i];
-    memset(c, 0, sizeof *c);
-    c->kind = (int)seq_draw(4);
-    c->algo = algos[seq_draw(nalgos)];
-    c->dtype = dtypes[seq_draw(2)];
-    c->op = ops[seq_draw(3)];
-    c->count = counts[seq_draw(ncounts)];
-    c->root = (int)seq_draw((size_t)n);
-    c->in_place = (c->kind == SEQ_AR || c->kind == SEQ_BC) && seq_draw(4) == 0;
-    c->sym = seq_draw(2) == 0;
-    c->salt = ++salt_counter;
-    size_t in_bytes, out_bytes;
-    seq_sizes(c, &in_bytes, &out_bytes);
-    c->recv = alloc_sym_or_plain(c->sym, out_bytes);
-    c->send = c->in_place ? c->recv : alloc_sym_or_plain(c->sym, in_bytes);
-    gc_test_poison(c->recv, out_bytes);
-    if (c->kind != SEQ_BC || me == c->root) gc_test_fill(c->send, in_bytes / gc_dtype_size(c->dtype), c->dtype, me, c->salt);
-  }
+/* Buffers for a call whose kind, dtype, count, root, in place and buffer kind are set: outputs
+ * poisoned, inputs filled with the call's salt. */
+static void seq_prepare(seq_call_t *c) {
+  c->salt = ++salt_counter;
+  size_t in_bytes, out_bytes;
+  seq_sizes(c, &in_bytes, &out_bytes);
+  c->recv = alloc_sym_or_plain(c->sym, out_bytes);
+  c->send = c->in_place ? c->recv : alloc_sym_or_plain(c->sym, in_bytes);
+  gc_test_poison(c->recv, out_bytes);
+  if (c->kind != SEQ_BC || gc_test_rank == c->root)
+    gc_test_fill(c->send, in_bytes / gc_dtype_size(c->dtype), c->dtype, gc_test_rank, c->salt);
+}
+
+/* Queues the prepared calls on one stream without a synchronization, then synchronizes once,
+ * checks that every rank's calls ended alike and every output of a call that was taken, and frees
+ * the buffers. Each call keeps its result (and, when refused, why). Returns how many calls were
+ * taken and checked, or -1 when anything failed. */
+static int seq_run(seq_call_t *calls, int ncalls) {
+  const int me = gc_test_rank;
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   gc_result_t failed = GC_SUCCESS;
   const int trace = getenv("GC_TEST_TRACE") != NULL; /* each call on stderr as it is made */
-  for (int i = 0; i < SEQ_CALLS && failed == GC_SUCCESS; i++) {
+  for (int i = 0; i < ncalls && failed == GC_SUCCESS; i++) {
     seq_call_t *c = &calls[i];
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = c->algo;
@@ -864,35 +854,64 @@ static int seq_cases(void) {
       default:
         c->rc = gc_broadcast_ex(me == c->root ? c->send : NULL, c->recv, c->count, c->dtype, c->root, gc_test_comm, stream, &o);
     }
+    if (c->rc == GC_ERR_UNSUPPORTED) snprintf(c->why, sizeof c->why, "%s", gc_comm_last_error(gc_test_comm));
     if (c->rc != GC_SUCCESS && c->rc != GC_ERR_UNSUPPORTED) {
       fprintf(stderr, "[rank %d] %s: %s: %s\n", me, what, gc_result_name(c->rc), gc_comm_last_error(gc_test_comm));
       failed = c->rc;
     } else if (trace) {
-      fprintf(stderr, "[rank %d] call %d: %s\n", me, i, gc_result_name(c->rc));
+      fprintf(stderr, "[rank %d] call %d: %s %s\n", me, i, gc_result_name(c->rc), c->why);
     }
   }
   if (trace) fprintf(stderr, "[rank %d] all calls made, synchronizing\n", me);
   int ok = finished(failed == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : failed, "a sequence of calls");
   int rcs[SEQ_CALLS], checked = 0;
-  for (int i = 0; i < SEQ_CALLS; i++) rcs[i] = (int)calls[i].rc;
-  if (!gc_test_same_on_all_ranks(rcs, sizeof rcs)) {
+  CU_ASSERT_FATAL(ncalls <= SEQ_CALLS);
+  for (int i = 0; i < ncalls; i++) rcs[i] = (int)calls[i].rc;
+  if (!gc_test_same_on_all_ranks(rcs, (size_t)ncalls * sizeof rcs[0])) {
     fprintf(stderr, "[rank %d] a sequence of calls: the ranks' calls did not end alike\n", me);
     ok = 0;
   }
-  for (int i = 0; i < SEQ_CALLS && ok; i++)
+  for (int i = 0; i < ncalls && ok; i++)
     if (calls[i].rc == GC_SUCCESS) {
       ok = seq_check(&calls[i], i);
       checked++;
     }
-  for (int i = SEQ_CALLS - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
+  for (int i = ncalls - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
     if (!calls[i].in_place) free_sym_or_plain(calls[i].sym, calls[i].send);
     free_sym_or_plain(calls[i].sym, calls[i].recv);
   }
+  return gc_test_all(ok) ? checked : -1;
+}
+
+static int seq_cases(void) {
+  /* Host buffers (no GPU) take the MPI path whatever is asked: there AUTO and MPI only, and the
+   * smaller sizes. */
+  static const gc_algo_t algos[] = {GC_ALGO_AUTO, GC_ALGO_MPI, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT,
+                                    GC_ALGO_TWOSHOT_PUSH, GC_ALGO_ONESHOT_LL, GC_ALGO_COPYENGINE};
+  static const size_t counts[] = {1, 1021, 65537, 262147, 1000003};
+  const size_t nalgos = gc_test_on_gpu ? sizeof algos / sizeof algos[0] : 2;
+  const size_t ncounts = gc_test_on_gpu ? sizeof counts / sizeof counts[0] : 3;
+  static const gc_dtype_t dtypes[] = {GC_FLOAT32, GC_BFLOAT16};
+  static const gc_op_t ops[] = {GC_SUM, GC_MAX, GC_AVG};
+  seq_call_t calls[SEQ_CALLS];
+  for (int i = 0; i < SEQ_CALLS; i++) {
+    seq_call_t *c = &calls[i];
+    memset(c, 0, sizeof *c);
+    c->kind = (int)seq_draw(4);
+    c->algo = algos[seq_draw(nalgos)];
+    c->dtype = dtypes[seq_draw(2)];
+    c->op = ops[seq_draw(3)];
+    c->count = counts[seq_draw(ncounts)];
+    c->root = (int)seq_draw((size_t)gc_test_size);
+    c->in_place = (c->kind == SEQ_AR || c->kind == SEQ_BC) && seq_draw(4) == 0;
+    c->sym = seq_draw(2) == 0;
+    seq_prepare(c);
+  }
+  const int checked = seq_run(calls, SEQ_CALLS);
   /* Refusals come from the draw (an algorithm that needs gc_mem_alloc buffers, LL's limits): a
    * quarter of the calls taken at least, or the sequence checks too little. */
   gc_test_note("a sequence of calls: %d of %d taken and checked", checked, SEQ_CALLS);
-  ok = ok && checked >= SEQ_CALLS / 4;
-  return gc_test_all(ok) ? 0 : 1;
+  return checked >= SEQ_CALLS / 4 ? 0 : 1;
 }
 
 static void test_random_sequences(void) {
@@ -901,8 +920,56 @@ static void test_random_sequences(void) {
   int bad = 0;
   for (int round = 0; round < 3; round++) bad += seq_cases();
   bad += on_small_staging(seq_cases); /* chunks and many pieces per call */
+  bad += on_comm(seq_cases, 65536, -1); /* the smallest staging area: refusals and fallbacks from 6 GPUs */
   bad += on_comm(seq_cases, 0, 1);    /* the control warp of the kernels by writes */
   CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The smallest staging area (64 KB) on the copy-engine pipelines through inboxes: inbox rows of
+ * 4 KB up to 5 GPUs (many chunks per call), under 4 KB from 6. There a forced call is refused by
+ * name, and a row that names the copy engines falls back: the reduce-scatter to the one-shot, the
+ * all-reduce into plain outputs to the two-shot by writes. Tuned rows stand in for the table's
+ * (neither is an explicit choice, so both fall back). */
+static int ce_tiny_staging_cases(void) {
+  int lsize = 0;
+  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
+  const int fits = lsize <= 5;
+  CU_ASSERT_EQUAL(gc__ce_inbox_fits(gc_test_comm), fits);
+  const seq_call_t rs_sym = {.kind = SEQ_RS, .dtype = GC_FLOAT32, .op = GC_SUM, .count = 70001, .sym = 1};
+  const seq_call_t rs_plain = {.kind = SEQ_RS, .dtype = GC_BFLOAT16, .op = GC_MAX, .count = 262147};
+  const seq_call_t ar_plain = {.kind = SEQ_AR, .dtype = GC_BFLOAT16, .op = GC_SUM, .count = 1000003};
+  const seq_call_t ar_small = {.kind = SEQ_AR, .dtype = GC_FLOAT32, .op = GC_AVG, .count = 1021};
+  enum { FORCED = 3, TUNED = 4 };
+  seq_call_t calls[FORCED + TUNED] = {rs_sym, rs_plain, ar_plain, rs_sym, rs_plain, ar_plain, ar_small};
+  for (int i = 0; i < FORCED; i++) {
+    calls[i].algo = GC_ALGO_COPYENGINE;
+    seq_prepare(&calls[i]);
+  }
+  int bad = seq_run(calls, FORCED) != (fits ? FORCED : 0);
+  for (int i = 0; i < FORCED; i++) {
+    CU_ASSERT_EQUAL(calls[i].rc, fits ? GC_SUCCESS : GC_ERR_UNSUPPORTED);
+    if (!fits) CU_ASSERT_PTR_NOT_NULL(strstr(calls[i].why, "GC_STAGING_BYTES"));
+  }
+  char path[256];
+  gc_test_tmp_path(path, sizeof path, "ce-rows.tune");
+  if (gc_test_rank == 0) {
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "gpus %d\nallreduce any copyengine\nreducescatter any copyengine\n", lsize);
+    CU_ASSERT_EQUAL(fclose(f), 0);
+  }
+  GC_TEST_OK(gc_tune_load(gc_test_comm, path));
+  for (int i = FORCED; i < FORCED + TUNED; i++) seq_prepare(&calls[i]); /* algo AUTO: the rows' */
+  bad += seq_run(calls + FORCED, TUNED) != TUNED;
+  GC_TEST_OK(gc_tune_reset(gc_test_comm));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (gc_test_rank == 0) remove(path);
+  return bad;
+}
+
+static void test_ce_tiny_staging(void) {
+  if (!gc_test_peer_gpus("copy engines on 64 KB of staging", 2)) return;
+  CU_ASSERT_EQUAL(on_comm(ce_tiny_staging_cases, 65536, -1), 0);
 }
 
 static void test_ll(void) {
@@ -971,6 +1038,7 @@ void gc_test_suite_collectives(void) {
                                          {"reduce-scatter by writes", test_rs_bywrites},
                                          {"calls after rings through staging", test_after_rings},
                                          {"random sequences of calls", test_random_sequences},
+                                         {"copy engines on 64 KB of staging", test_ce_tiny_staging},
                                          {"barrier-free one-shot (LL)", test_ll},
                                          {NULL, NULL}};
   gc_test_add_suite("collectives", tests);

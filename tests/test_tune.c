@@ -8,11 +8,6 @@
 
 #include "gc_test.h"
 
-/* A path every rank agrees on (rank 0's seed), unique per run. */
-static void tune_path(char *buf, size_t len, const char *what) {
-  snprintf(buf, len, "/tmp/gpucoll-test-%llu-%s.tune", (unsigned long long)gc_test_seed, what);
-}
-
 static int table_has(const char *needle) { return strstr(gc_comm_algo_table(gc_test_comm), needle) != NULL; }
 
 static void check_allreduce_sum(int salt) {
@@ -41,7 +36,7 @@ static void test_tune_save_load(void) {
   check_allreduce_sum(900);
 
   char path[256];
-  tune_path(path, sizeof path, "ok");
+  gc_test_tmp_path(path, sizeof path, "ok.tune");
   GC_TEST_OK(gc_tune_save(gc_test_comm, path));
   char *saved = strdup(gc_comm_algo_table(gc_test_comm));
   GC_TEST_OK(gc_tune_reset(gc_test_comm));
@@ -57,9 +52,9 @@ static void test_tune_save_load(void) {
 
 static void test_tune_bad_files(void) {
   char wrong_gpus[256], garbled[256], missing[256];
-  tune_path(wrong_gpus, sizeof wrong_gpus, "gpus");
-  tune_path(garbled, sizeof garbled, "garbled");
-  tune_path(missing, sizeof missing, "missing");
+  gc_test_tmp_path(wrong_gpus, sizeof wrong_gpus, "gpus.tune");
+  gc_test_tmp_path(garbled, sizeof garbled, "garbled.tune");
+  gc_test_tmp_path(missing, sizeof missing, "missing.tune");
   int lsize = 0;
   GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
   if (gc_test_rank == 0) {
