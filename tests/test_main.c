@@ -33,10 +33,11 @@ static const struct {
 
 static void usage(const char *argv0) {
   fprintf(stderr,
-          "usage: %s [--gpu] [--unit] [--suite NAME]... [--test TEXT]...\n"
+          "usage: %s [--gpu] [--unit] [--verbose] [--suite NAME]... [--test TEXT]...\n"
           "  --unit        run the suites that need no communicator (no mpirun needed)\n"
           "  --gpu         buffers on the GPU; fails when a rank has none\n"
           "  --test TEXT   run only the tests whose names contain one of these texts\n"
+          "  --verbose     rank 0 names each test as it ends (where a long run got to)\n"
           "  --suite NAME  run only these suites:", argv0);
   for (int i = 0; i < NUM_SUITES; i++) fprintf(stderr, " %s", suites[i].name);
   fprintf(stderr, "\n  GC_TEST_SEED=N fixes the random inputs (the seed is printed each run)\n"
@@ -44,11 +45,12 @@ static void usage(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
-  int unit = 0, gpu = 0, nsel = 0;
+  int unit = 0, gpu = 0, verbose = 0, nsel = 0;
   const char *sel[32];
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--unit") == 0) unit = 1;
     else if (strcmp(argv[i], "--gpu") == 0) gpu = 1;
+    else if (strcmp(argv[i], "--verbose") == 0) verbose = 1;
     else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc && nsel < 32) sel[nsel++] = argv[++i];
     else if (strcmp(argv[i], "--test") == 0 && i + 1 < argc && gc_test_nonly < GC_TEST_MAX_ONLY)
       gc_test_only[gc_test_nonly++] = argv[++i];
@@ -57,6 +59,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (verbose) setvbuf(stdout, NULL, _IONBF, 0); /* a test's name shows before it ends */
   for (int s = 0; s < nsel; s++) {
     int known = 0;
     for (int i = 0; i < NUM_SUITES; i++) known |= strcmp(sel[s], suites[i].name) == 0;
@@ -140,7 +143,7 @@ int main(int argc, char **argv) {
   }
 
   /* Rank 0 reports; the others stay quiet unless something failed on them. */
-  CU_basic_set_mode(gc_test_rank == 0 ? CU_BRM_NORMAL : CU_BRM_SILENT);
+  CU_basic_set_mode(gc_test_rank != 0 ? CU_BRM_SILENT : verbose ? CU_BRM_VERBOSE : CU_BRM_NORMAL);
   /* CUnit prints its summary even when silent: the other ranks' stdout goes nowhere meanwhile
    * (their failures come back below, and stderr stays open for the tests' own messages). */
   int saved_stdout = -1;
