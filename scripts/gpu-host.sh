@@ -76,14 +76,14 @@ for s in "${steps[@]}"; do
       step configure 120 cmake -S . -B "$build" -DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_SWIG=OFF
       tail -5 "$logs/configure.log"
       step make 300 cmake --build "$build" -j 32 ;;
-    tests)  step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu
+    tests)  step gpu_np4 240 env GC_TIMEOUT_MS=30000 $mpirun -np 4 "$build/tests/gc_tests" --gpu --verbose
             schedules ;;
     schedules) schedules ;;
-    tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu
+    tests2) step gpu_np2 200 env GC_TIMEOUT_MS=30000 $mpirun -np 2 "$build/tests/gc_tests" --gpu --verbose
             step gpu_np2_mpi_staged 150 env GC_ALGO=mpi GC_CUDA_AWARE=0 GC_MPI_CHUNK_BYTES=1048576 \
               $mpirun -np 2 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives ;;
-    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 4 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
-    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 2 "$build/tests/gc_tests" --gpu "${suites[@]}" ;;
+    suite4) step gpu_np4 240 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 4 "$build/tests/gc_tests" --gpu --verbose "${suites[@]}" ;;
+    suite2) step gpu_np2 200 env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np 2 "$build/tests/gc_tests" --gpu --verbose "${suites[@]}" ;;
     tests8) step gpu_np8_2per 240 $mpirun -np 8 "$build/tests/gc_tests" --gpu --suite allreduce --suite collectives --suite p2p ;;
     bench)
       for c in allreduce reducescatter allgather broadcast; do
