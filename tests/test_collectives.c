@@ -749,24 +749,43 @@ static void test_after_rings(void) {
 }
 
 /* Random sequences of calls queued on one stream without a synchronization: collective,
- * algorithm, buffers (plain, or from gc_mem_alloc and so zero-copy), dtype, op, size, root and in
- * place drawn from the run's seed, the same on every rank. So every kind of call follows every
- * other, and whatever one leaves behind (staging, push areas, LL generations, signals, epochs)
- * must not spoil the next. A call an algorithm cannot take (GC_ERR_UNSUPPORTED, alike on every
- * rank) is left out of the check. Every output is checked at the end. */
+ * algorithm, buffers (plain, or from gc_mem_alloc and so zero-copy), dtype, op, size, root, in
+ * place, an epilogue (scale, add or cast) and an offset off the buffers' alignment drawn from the
+ * run's seed, the same on every rank. So every kind of call follows every other, and whatever one
+ * leaves behind (staging, push areas, LL generations, signals, epochs) must not spoil the next. A
+ * call an algorithm cannot take (GC_ERR_UNSUPPORTED, alike on every rank) is left out of the
+ * check. Every output, and the guard after it, is checked at the end. */
 enum { SEQ_CALLS = 32 };
 typedef struct {
   int kind, root, in_place, sym, salt;
   gc_algo_t algo;
-  gc_dtype_t dtype;
+  gc_dtype_t dtype, out_dtype;
   gc_op_t op;
-  size_t count; /* all-reduce, broadcast: elements; reduce-scatter, all-gather: per rank */
-  char *send, *recv;
+  size_t count;  /* all-reduce, broadcast: elements; reduce-scatter, all-gather: per rank */
+  size_t offset; /* elements from the start of the buffers to send and recv */
+  double scale;
+  int with_add;
+  char *send, *recv, *send_base, *recv_base, *add;
+  void *add_host;
   gc_result_t rc;
   char why[160]; /* gc_comm_last_error of a refused call */
 } seq_call_t;
 enum { SEQ_AR, SEQ_RS, SEQ_AG, SEQ_BC };
 static const char *const seq_kind_name[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
+
+/* A call with no epilogue, at the buffers' start, by the table's choice. */
+static seq_call_t seq_call(int kind, gc_dtype_t dt, gc_op_t op, size_t count, int sym) {
+  seq_call_t c;
+  memset(&c, 0, sizeof c);
+  c.kind = kind;
+  c.dtype = c.out_dtype = dt;
+  c.op = op;
+  c.count = count;
+  c.sym = sym;
+  c.scale = 1.0;
+  c.algo = GC_ALGO_AUTO;
+  return c;
+}
 
 static uint64_t seq_state;
 static size_t seq_draw(size_t below) {
@@ -774,17 +793,22 @@ static size_t seq_draw(size_t below) {
   return (size_t)(seq_state % below);
 }
 
-/* Input bytes and output bytes of a call (in place, drawn for all-reduce and broadcast only: equal). */
+/* Input bytes and output bytes of a call (in place, drawn for all-reduce and broadcast only, with
+ * no cast: equal). */
 static void seq_sizes(const seq_call_t *c, size_t *in_bytes, size_t *out_bytes) {
-  const size_t es = gc_dtype_size(c->dtype), n = (size_t)gc_test_size;
-  *in_bytes = (c->kind == SEQ_RS ? n : 1) * c->count * es;
-  *out_bytes = (c->kind == SEQ_AG ? n : 1) * c->count * es;
+  const size_t n = (size_t)gc_test_size;
+  *in_bytes = (c->kind == SEQ_RS ? n : 1) * c->count * gc_dtype_size(c->dtype);
+  *out_bytes = (c->kind == SEQ_AG ? n : 1) * c->count * gc_dtype_size(c->out_dtype);
 }
 
 static void seq_name(const seq_call_t *c, int i, char *what, size_t size) {
-  snprintf(what, size, "call %d of a sequence: %s %s %s %s count %zu root %d%s%s", i, seq_kind_name[c->kind],
-           gc_algo_name(c->algo), gc_dtype_name(c->dtype), gc_op_name(c->op), c->count, c->root,
-           c->in_place ? " in place" : "", c->sym ? " gc_mem_alloc" : "");
+  char epilogue[64] = "";
+  if (c->scale != 1.0) snprintf(epilogue, sizeof epilogue, " scale %g", c->scale);
+  if (c->with_add) snprintf(epilogue, sizeof epilogue, " +add");
+  if (c->out_dtype != c->dtype) snprintf(epilogue, sizeof epilogue, " ->%s", gc_dtype_name(c->out_dtype));
+  snprintf(what, size, "call %d of a sequence: %s %s %s %s count %zu root %d%s%s offset %zu%s", i,
+           seq_kind_name[c->kind], gc_algo_name(c->algo), gc_dtype_name(c->dtype), gc_op_name(c->op), c->count,
+           c->root, c->in_place ? " in place" : "", c->sym ? " gc_mem_alloc" : "", c->offset, epilogue);
 }
 
 static int seq_check(const seq_call_t *c, int i) {
@@ -792,19 +816,21 @@ static int seq_check(const seq_call_t *c, int i) {
   const size_t es = gc_dtype_size(c->dtype);
   size_t in_bytes, out_bytes;
   seq_sizes(c, &in_bytes, &out_bytes);
-  char what[160];
+  char what[200];
   seq_name(c, i, what, sizeof what);
-  char *h = malloc(out_bytes + 1), *want = malloc(out_bytes + 1);
+  char *h = malloc(out_bytes + GUARD), *want = malloc(out_bytes + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-  gc_test_download(h, c->recv, out_bytes);
-  int ok = 1;
-  if (c->kind == SEQ_AR || c->kind == SEQ_RS) {
+  int ok = fetch_checked(h, c->recv, out_bytes, 1, what);
+  if (ok && (c->kind == SEQ_AR || c->kind == SEQ_RS)) {
     gc_test_red_t R;
     gc_test_red_init(&R, c->dtype, c->op, c->salt);
     if (c->kind == SEQ_RS) R.base = (size_t)me * c->count;
+    R.out_dtype = c->out_dtype;
+    R.scale = c->scale;
+    R.add = c->add_host;
     ok = gc_test_check_red(what, &R, h, c->count, 1) == 0;
-  } else {
+  } else if (ok) {
     for (int q = 0; q < (c->kind == SEQ_AG ? n : 1); q++)
       expected_input(want + (size_t)q * c->count * es, c->dtype, c->kind == SEQ_AG ? q : c->root, c->salt, c->count);
     if (memcmp(h, want, out_bytes) != 0) {
@@ -817,17 +843,27 @@ static int seq_check(const seq_call_t *c, int i) {
   return ok;
 }
 
-/* Buffers for a call whose kind, dtype, count, root, in place and buffer kind are set: outputs
- * poisoned, inputs filled with the call's salt. */
+/* Buffers for a call whose kind, dtypes, count, root, in place, buffer kind, offset and epilogue
+ * are set: outputs and the guard after them poisoned, inputs (and the addend) filled with the
+ * call's salt. */
 static void seq_prepare(seq_call_t *c) {
   c->salt = ++salt_counter;
+  const size_t es = gc_dtype_size(c->dtype), os = gc_dtype_size(c->out_dtype);
   size_t in_bytes, out_bytes;
   seq_sizes(c, &in_bytes, &out_bytes);
-  c->recv = alloc_sym_or_plain(c->sym, out_bytes);
-  c->send = c->in_place ? c->recv : alloc_sym_or_plain(c->sym, in_bytes);
-  gc_test_poison(c->recv, out_bytes);
-  if (c->kind != SEQ_BC || gc_test_rank == c->root)
-    gc_test_fill(c->send, in_bytes / gc_dtype_size(c->dtype), c->dtype, gc_test_rank, c->salt);
+  c->recv_base = alloc_sym_or_plain(c->sym, c->offset * os + out_bytes + GUARD);
+  c->recv = c->recv_base + c->offset * os;
+  c->send_base = c->in_place ? c->recv_base : alloc_sym_or_plain(c->sym, c->offset * es + in_bytes);
+  c->send = c->send_base + c->offset * es;
+  gc_test_poison(c->recv, out_bytes + GUARD);
+  if (c->kind != SEQ_BC || gc_test_rank == c->root) gc_test_fill(c->send, in_bytes / es, c->dtype, gc_test_rank, c->salt);
+  if (c->with_add) { /* one per output element, the same on every rank */
+    c->add = gc_test_alloc(c->count * es);
+    gc_test_fill(c->add, c->count, c->dtype, -1, c->salt);
+    c->add_host = malloc(c->count * es + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->add_host);
+    gc_test_download(c->add_host, c->add, c->count * es);
+  }
 }
 
 /* Queues the prepared calls on one stream without a synchronization, then synchronizes once,
@@ -844,7 +880,10 @@ static int seq_run(seq_call_t *calls, int ncalls) {
     seq_call_t *c = &calls[i];
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = c->algo;
-    char what[160];
+    o.scale = c->scale;
+    o.add = c->add;
+    o.out_dtype = c->out_dtype;
+    char what[200];
     seq_name(c, i, what, sizeof what);
     if (trace) fprintf(stderr, "[rank %d] %s\n", me, what);
     switch (c->kind) {
@@ -877,8 +916,10 @@ static int seq_run(seq_call_t *calls, int ncalls) {
       checked++;
     }
   for (int i = ncalls - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
-    if (!calls[i].in_place) free_sym_or_plain(calls[i].sym, calls[i].send);
-    free_sym_or_plain(calls[i].sym, calls[i].recv);
+    if (!calls[i].in_place) free_sym_or_plain(calls[i].sym, calls[i].send_base);
+    free_sym_or_plain(calls[i].sym, calls[i].recv_base);
+    gc_test_free(calls[i].add);
+    free(calls[i].add_host);
   }
   return gc_test_all(ok) ? checked : -1;
 }
@@ -896,15 +937,22 @@ static int seq_cases(void) {
   seq_call_t calls[SEQ_CALLS];
   for (int i = 0; i < SEQ_CALLS; i++) {
     seq_call_t *c = &calls[i];
-    memset(c, 0, sizeof *c);
-    c->kind = (int)seq_draw(4);
-    c->algo = algos[seq_draw(nalgos)];
-    c->dtype = dtypes[seq_draw(2)];
-    c->op = ops[seq_draw(3)];
-    c->count = counts[seq_draw(ncounts)];
+    const int kind = (int)seq_draw(4);
+    const gc_algo_t algo = algos[seq_draw(nalgos)];
+    const gc_dtype_t dt = dtypes[seq_draw(2)];
+    const gc_op_t op = ops[seq_draw(3)];
+    *c = seq_call(kind, dt, op, counts[seq_draw(ncounts)], 0);
+    c->algo = algo;
     c->root = (int)seq_draw((size_t)gc_test_size);
-    c->in_place = (c->kind == SEQ_AR || c->kind == SEQ_BC) && seq_draw(4) == 0;
+    c->in_place = (kind == SEQ_AR || kind == SEQ_BC) && seq_draw(4) == 0;
     c->sym = seq_draw(2) == 0;
+    c->offset = seq_draw(4) == 0 ? 1 + seq_draw(7) : 0; /* off every 16-byte boundary but the 8th */
+    switch (kind == SEQ_AR || kind == SEQ_RS ? seq_draw(4) : 0) { /* an epilogue for reductions */
+      case 1: c->scale = 0.5; break;
+      case 2: c->with_add = 1; break;
+      case 3: if (!c->in_place) c->out_dtype = dt == GC_FLOAT32 ? GC_BFLOAT16 : GC_FP8_E4M3; break;
+      default: break;
+    }
     seq_prepare(c);
   }
   const int checked = seq_run(calls, SEQ_CALLS);
@@ -935,10 +983,10 @@ static int ce_tiny_staging_cases(void) {
   GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
   const int fits = lsize <= 5;
   CU_ASSERT_EQUAL(gc__ce_inbox_fits(gc_test_comm), fits);
-  const seq_call_t rs_sym = {.kind = SEQ_RS, .dtype = GC_FLOAT32, .op = GC_SUM, .count = 70001, .sym = 1};
-  const seq_call_t rs_plain = {.kind = SEQ_RS, .dtype = GC_BFLOAT16, .op = GC_MAX, .count = 262147};
-  const seq_call_t ar_plain = {.kind = SEQ_AR, .dtype = GC_BFLOAT16, .op = GC_SUM, .count = 1000003};
-  const seq_call_t ar_small = {.kind = SEQ_AR, .dtype = GC_FLOAT32, .op = GC_AVG, .count = 1021};
+  const seq_call_t rs_sym = seq_call(SEQ_RS, GC_FLOAT32, GC_SUM, 70001, 1);
+  const seq_call_t rs_plain = seq_call(SEQ_RS, GC_BFLOAT16, GC_MAX, 262147, 0);
+  const seq_call_t ar_plain = seq_call(SEQ_AR, GC_BFLOAT16, GC_SUM, 1000003, 0);
+  const seq_call_t ar_small = seq_call(SEQ_AR, GC_FLOAT32, GC_AVG, 1021, 0);
   enum { FORCED = 3, TUNED = 4 };
   seq_call_t calls[FORCED + TUNED] = {rs_sym, rs_plain, ar_plain, rs_sym, rs_plain, ar_plain, ar_small};
   for (int i = 0; i < FORCED; i++) {
