@@ -109,6 +109,10 @@ static void test_symmetric_zero_copy(void) {
     /* Offsets that break 16-byte alignment take the element-wise path, still zero-copy. */
     check_allreduce(gc_test_comm, "symmetric unaligned bf16", (char *)a + 2, (char *)b + 6, 70001, GC_BFLOAT16, GC_SUM,
                     &o, salt++);
+    /* In place off 16-byte boundaries: the two-shot kernel cannot take it, and the one-shot
+     * kernel in place must not read peers' inputs that they overwrite (run 156). */
+    check_allreduce(gc_test_comm, "symmetric unaligned bf16 in place", (char *)a + 4, (char *)a + 4, 262147,
+                    GC_BFLOAT16, GC_SUM, &o, salt++);
   }
   /* Reduce-scatter and all-gather read symmetric inputs in place too. */
   size_t rc = 100003;
