@@ -294,8 +294,8 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   int out_sym = plan->algo == GC_ALGO_TWOSHOT && gc__symmetric_lookup(comm, recv, count * os, sym_out);
   /* The one-shot kernel in place on a symmetric buffer would overwrite data peers are still
    * reading, so it reads copies in staging. The two-shot kernel takes only inputs and publish
-   * areas on 16-byte boundaries; off them its launcher runs the one-shot kernel (symmetric
-   * buffers are at the same offset on every rank, so send and recv decide for all). */
+   * areas on 16-byte boundaries; off them its launcher (kernels/allreduce.cu) runs the one-shot
+   * kernel. Symmetric buffers sit at the same offset on every rank: send and recv decide for all. */
   int oneshot_kernel = plan->algo == GC_ALGO_ONESHOT || (in_zero && (uintptr_t)send % 16) ||
                        (out_sym && (uintptr_t)recv % 16);
   if (send == recv && oneshot_kernel) in_zero = 0;

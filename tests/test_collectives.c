@@ -871,6 +871,7 @@ static void seq_prepare(seq_call_t *c) {
  * the buffers. Each call keeps its result (and, when refused, why). Returns how many calls were
  * taken and checked, or -1 when anything failed. */
 static int seq_run(seq_call_t *calls, int ncalls) {
+  CU_ASSERT_FATAL(ncalls <= SEQ_CALLS);
   const int me = gc_test_rank;
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
@@ -904,7 +905,6 @@ static int seq_run(seq_call_t *calls, int ncalls) {
   if (trace) fprintf(stderr, "[rank %d] all calls made, synchronizing\n", me);
   int ok = finished(failed == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : failed, "a sequence of calls");
   int rcs[SEQ_CALLS], checked = 0;
-  CU_ASSERT_FATAL(ncalls <= SEQ_CALLS);
   for (int i = 0; i < ncalls; i++) rcs[i] = (int)calls[i].rc;
   if (!gc_test_same_on_all_ranks(rcs, (size_t)ncalls * sizeof rcs[0])) {
     fprintf(stderr, "[rank %d] a sequence of calls: the ranks' calls did not end alike\n", me);

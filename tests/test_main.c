@@ -37,7 +37,7 @@ static void usage(const char *argv0) {
           "  --unit        run the suites that need no communicator (no mpirun needed)\n"
           "  --gpu         buffers on the GPU; fails when a rank has none\n"
           "  --test TEXT   run only the tests whose names contain one of these texts\n"
-          "  --verbose     rank 0 names each test as it ends (where a long run got to)\n"
+          "  --verbose     rank 0 names each test as it starts and ends (where a long run got to)\n"
           "  --suite NAME  run only these suites:", argv0);
   for (int i = 0; i < NUM_SUITES; i++) fprintf(stderr, " %s", suites[i].name);
   fprintf(stderr, "\n  GC_TEST_SEED=N fixes the random inputs (the seed is printed each run)\n"
