@@ -248,7 +248,8 @@ static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) 
   }
   if (algo == GC_KALGO_TWOSHOT_PUSH) return cudaLaunchKernelEx(&cfg, twoshot_push_kernel<T, A, OPK>, *a);
   // Vector packs need 16-byte aligned inputs (shared by all ranks: staging or symmetric at the
-  // same offset) and a publish area alike; the local output may be unaligned.
+  // same offset) and a publish area alike; the local output may be unaligned. p2p_allreduce asks
+  // for the two-shot only so; anything else takes the one-shot kernel here as well.
   bool shared_aligned = true;
   for (int p = 0; p < a->peers.nranks; p++) shared_aligned &= aligned16(a->in[p]);
   if (algo == GC_KALGO_TWOSHOT) {

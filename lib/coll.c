@@ -292,13 +292,15 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
   }
   int in_zero = gc__symmetric_lookup(comm, send, count * es, sym_in);
   int out_sym = plan->algo == GC_ALGO_TWOSHOT && gc__symmetric_lookup(comm, recv, count * os, sym_out);
-  /* The one-shot kernel in place on a symmetric buffer would overwrite data peers are still
-   * reading, so it reads copies in staging. The two-shot kernel takes only inputs and publish
-   * areas on 16-byte boundaries; off them its launcher (kernels/allreduce.cu) runs the one-shot
-   * kernel. Symmetric buffers sit at the same offset on every rank: send and recv decide for all. */
-  int oneshot_kernel = plan->algo == GC_ALGO_ONESHOT || (in_zero && (uintptr_t)send % 16) ||
-                       (out_sym && (uintptr_t)recv % 16);
-  if (send == recv && oneshot_kernel) in_zero = 0;
+  /* The two-shot kernel takes only inputs and publish areas on 16-byte boundaries (symmetric
+   * buffers sit at the same offset on every rank, so send and recv decide for all; staging is
+   * aligned); off them the one-shot kernel runs. That one, in place on a symmetric buffer, would
+   * overwrite data peers are still reading, so it reads copies in staging. */
+  const gc_kalgo_t kernel = plan->algo == GC_ALGO_TWOSHOT && !(in_zero && (uintptr_t)send % 16) &&
+                                    !(out_sym && (uintptr_t)recv % 16)
+                                ? GC_KALGO_TWOSHOT
+                                : GC_KALGO_ONESHOT;
+  if (send == recv && kernel == GC_KALGO_ONESHOT) in_zero = 0;
   size_t chunk = count;
   if (!in_zero) chunk = staging_half(comm) / es;
   if (plan->algo == GC_ALGO_TWOSHOT && !out_sym && staging_half(comm) / os < chunk) chunk = staging_half(comm) / os;
@@ -318,8 +320,7 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     a.recv = (char *)recv + c0 * os;
     a.count = cn;
     a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
-    GC_CHECK(gc__launched(comm, gc_kernel_allreduce(&a, plan->algo == GC_ALGO_TWOSHOT ? GC_KALGO_TWOSHOT : GC_KALGO_ONESHOT,
-                                                stream), "all-reduce"));
+    GC_CHECK(gc__launched(comm, gc_kernel_allreduce(&a, kernel, stream), "all-reduce"));
   }
   return GC_SUCCESS;
 }

@@ -665,89 +665,6 @@ static int broadcasts_queued(gc_algo_t algo) {
   return gc_test_all(ok);
 }
 
-/* Calls right after a ring through staging (the broadcast and the all-gather by writes into
- * outputs peers cannot write). The ring's last rank may still be copying pieces out of its
- * staging when the ranks before it finish, and the kernels by writes of the next call (the
- * two-shot all-reduce, the reduce-scatter) write into every peer's staging as soon as they start:
- * a 4-rank run of broadcasts_queued once got wrong broadcast data that way. So: for every root, a
- * broadcast, an all-reduce, an all-gather and a reduce-scatter, all forced by writes, queued on
- * one stream without a synchronization; the all-reduce's 8 MB of inboxes cover every slot of the
- * rings. Every result is checked at the end. */
-static void test_after_rings(void) {
-  if (!gc_test_peer_gpus("calls after rings through staging", 2)) return;
-  enum { BC = 1000003, AR = 2097169, AG = 300007, RS = 262147, ROUNDS = 2 };
-  const int n = gc_test_size, me = gc_test_rank, calls = ROUNDS * n;
-  const int salt = ++salt_counter * 8; /* + 0..3: one per collective */
-  char *bc_in = gc_test_alloc((size_t)BC * 2), *bc_out = gc_test_alloc((size_t)calls * BC * 2);
-  float *ar_in = gc_test_alloc((size_t)AR * 4), *ar_out = gc_test_alloc((size_t)calls * AR * 4);
-  char *ag_in = gc_test_alloc((size_t)AG * 2), *ag_out = gc_test_alloc((size_t)calls * n * AG * 2);
-  float *rs_in = gc_test_alloc((size_t)n * RS * 4), *rs_out = gc_test_alloc((size_t)calls * RS * 4);
-  gc_test_fill(bc_in, BC, GC_BFLOAT16, me, salt);
-  gc_test_fill(ar_in, AR, GC_FLOAT32, me, salt + 1);
-  gc_test_fill(ag_in, AG, GC_BFLOAT16, me, salt + 2);
-  gc_test_fill(rs_in, (size_t)n * RS, GC_FLOAT32, me, salt + 3);
-  gc_test_poison(bc_out, (size_t)calls * BC * 2);
-  gc_test_poison(ar_out, (size_t)calls * AR * 4);
-  gc_test_poison(ag_out, (size_t)calls * n * AG * 2);
-  gc_test_poison(rs_out, (size_t)calls * RS * 4);
-  void *stream = NULL;
-  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
-  gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
-  gc_result_t r = GC_SUCCESS;
-  for (int i = 0; i < calls && r == GC_SUCCESS; i++) {
-    const int root = i % n;
-    r = gc_broadcast_ex(me == root ? bc_in : NULL, bc_out + (size_t)i * BC * 2, BC, GC_BFLOAT16, root, gc_test_comm,
-                        stream, &o);
-    if (r == GC_SUCCESS)
-      r = gc_allreduce_ex(ar_in, ar_out + (size_t)i * AR, AR, GC_FLOAT32, GC_SUM, gc_test_comm, stream, &o);
-    if (r == GC_SUCCESS)
-      r = gc_allgather_ex(ag_in, ag_out + (size_t)i * n * AG * 2, AG, GC_BFLOAT16, gc_test_comm, stream, &o);
-    if (r == GC_SUCCESS)
-      r = gc_reducescatter_ex(rs_in, rs_out + (size_t)i * RS, RS, GC_FLOAT32, GC_SUM, gc_test_comm, stream, &o);
-  }
-  int ok = finished(r == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : r, "calls after rings");
-  size_t most = (size_t)AR * 4 > (size_t)n * AG * 2 ? (size_t)AR * 4 : (size_t)n * AG * 2;
-  char *h = malloc(most), *want = malloc(most);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-  gc_test_red_t ar, rs;
-  gc_test_red_init(&ar, GC_FLOAT32, GC_SUM, salt + 1);
-  gc_test_red_init(&rs, GC_FLOAT32, GC_SUM, salt + 3);
-  rs.base = (size_t)me * RS;
-  for (int i = 0; i < calls && ok; i++) {
-    char what[80];
-    snprintf(what, sizeof what, "call %d of %d after rings (root %d)", i, calls, i % n);
-    gc_test_download(h, bc_out + (size_t)i * BC * 2, (size_t)BC * 2);
-    expected_input(want, GC_BFLOAT16, i % n, salt, BC);
-    if (memcmp(h, want, (size_t)BC * 2) != 0) {
-      fprintf(stderr, "[rank %d] %s: the broadcast's data is wrong\n", me, what);
-      ok = 0;
-    }
-    gc_test_download(h, ar_out + (size_t)i * AR, (size_t)AR * 4);
-    if (gc_test_check_red(what, &ar, h, AR, 1)) ok = 0;
-    gc_test_download(h, ag_out + (size_t)i * n * AG * 2, (size_t)n * AG * 2);
-    for (int q = 0; q < n; q++) expected_input(want + (size_t)q * AG * 2, GC_BFLOAT16, q, salt + 2, AG);
-    if (memcmp(h, want, (size_t)n * AG * 2) != 0) {
-      fprintf(stderr, "[rank %d] %s: the all-gather's data is wrong\n", me, what);
-      ok = 0;
-    }
-    gc_test_download(h, rs_out + (size_t)i * RS, (size_t)RS * 4);
-    if (gc_test_check_red(what, &rs, h, RS, 1)) ok = 0;
-  }
-  free(h);
-  free(want);
-  gc_test_free(bc_in);
-  gc_test_free(bc_out);
-  gc_test_free(ar_in);
-  gc_test_free(ar_out);
-  gc_test_free(ag_in);
-  gc_test_free(ag_out);
-  gc_test_free(rs_in);
-  gc_test_free(rs_out);
-  CU_ASSERT(gc_test_all(ok));
-}
-
 /* Random sequences of calls queued on one stream without a synchronization: collective,
  * algorithm, buffers (plain, or from gc_mem_alloc and so zero-copy), dtype, op, size, root, in
  * place, an epilogue (scale, add or cast) and an offset off the buffers' alignment drawn from the
@@ -871,7 +788,6 @@ static void seq_prepare(seq_call_t *c) {
  * the buffers. Each call keeps its result (and, when refused, why). Returns how many calls were
  * taken and checked, or -1 when anything failed. */
 static int seq_run(seq_call_t *calls, int ncalls) {
-  CU_ASSERT_FATAL(ncalls <= SEQ_CALLS);
   const int me = gc_test_rank;
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
@@ -904,12 +820,14 @@ static int seq_run(seq_call_t *calls, int ncalls) {
   }
   if (trace) fprintf(stderr, "[rank %d] all calls made, synchronizing\n", me);
   int ok = finished(failed == GC_SUCCESS ? gc_synchronize(gc_test_comm, stream) : failed, "a sequence of calls");
-  int rcs[SEQ_CALLS], checked = 0;
+  int *rcs = malloc((size_t)ncalls * sizeof *rcs), checked = 0;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rcs);
   for (int i = 0; i < ncalls; i++) rcs[i] = (int)calls[i].rc;
-  if (!gc_test_same_on_all_ranks(rcs, (size_t)ncalls * sizeof rcs[0])) {
+  if (!gc_test_same_on_all_ranks(rcs, (size_t)ncalls * sizeof *rcs)) {
     fprintf(stderr, "[rank %d] a sequence of calls: the ranks' calls did not end alike\n", me);
     ok = 0;
   }
+  free(rcs);
   for (int i = 0; i < ncalls && ok; i++)
     if (calls[i].rc == GC_SUCCESS) {
       ok = seq_check(&calls[i], i);
@@ -971,6 +889,36 @@ static void test_random_sequences(void) {
   bad += on_comm(seq_cases, 65536, -1); /* the smallest staging area: refusals and fallbacks from 6 GPUs */
   bad += on_comm(seq_cases, 0, 1);    /* the control warp of the kernels by writes */
   CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Calls right after a ring through staging (the broadcast and the all-gather by writes into
+ * outputs peers cannot write). The ring's last rank may still be copying pieces out of its
+ * staging when the ranks before it finish, and the kernels by writes of the next call (the
+ * two-shot all-reduce, the reduce-scatter) write into every peer's staging as soon as they start:
+ * a 4-rank run of broadcasts_queued once got wrong broadcast data that way. So: for every root, a
+ * broadcast, an all-reduce, an all-gather and a reduce-scatter, all forced by writes, queued on
+ * one stream without a synchronization; the all-reduce's 8 MB of inboxes cover every slot of the
+ * rings. Every call must be taken, and every result is checked at the end. */
+static void test_after_rings(void) {
+  if (!gc_test_peer_gpus("calls after rings through staging", 2)) return;
+  enum { BC = 1000003, AR = 2097169, AG = 300007, RS = 262147, ROUNDS = 2, EACH = 4 };
+  const int n = gc_test_size, ncalls = ROUNDS * n * EACH;
+  seq_call_t *calls = calloc((size_t)ncalls, sizeof *calls);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+  for (int i = 0; i < ROUNDS * n; i++) {
+    seq_call_t *c = calls + i * EACH;
+    c[0] = seq_call(SEQ_BC, GC_BFLOAT16, GC_SUM, BC, 0);
+    c[0].root = i % n;
+    c[1] = seq_call(SEQ_AR, GC_FLOAT32, GC_SUM, AR, 0);
+    c[2] = seq_call(SEQ_AG, GC_BFLOAT16, GC_SUM, AG, 0);
+    c[3] = seq_call(SEQ_RS, GC_FLOAT32, GC_SUM, RS, 0);
+    for (int k = 0; k < EACH; k++) {
+      c[k].algo = GC_ALGO_TWOSHOT_PUSH;
+      seq_prepare(&c[k]);
+    }
+  }
+  CU_ASSERT(seq_run(calls, ncalls) == ncalls);
+  free(calls);
 }
 
 /* The smallest staging area (64 KB) on the copy-engine pipelines through inboxes: inbox rows of
