@@ -145,6 +145,24 @@ int gc_kernel_reducescatter_bywrites(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
 int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
+/* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
+ * formulas). reduce = 1: x is the sum of the rows of every rank's a->in[] (after a barrier; one
+ * more closes the kernel) plus residual, stored at x; reduce = 0: a->in[0] holds x already (the
+ * all-reduce ran before), no peers are touched and residual and x are NULL. One block per row at
+ * a time, at most a->blocks blocks of a->threads threads. dtype: float32, float16, bfloat16. */
+typedef struct gc_knorm {
+  size_t rows, cols;
+  const void *gamma;    /* cols values of the input dtype */
+  float epsilon, weight_offset, scale_ub;
+  const void *residual; /* rows x cols of the input dtype, or NULL */
+  void *x;              /* rows x cols: where x goes (reduce = 1), or NULL */
+  void *out;            /* rows x cols of out_dtype (fp8) */
+  float *scales;        /* rows */
+  int out_dtype;
+  int reduce;
+} gc_knorm_t;
+int gc_kernel_rmsnorm_fp8(const gc_kargs_t *a, const gc_knorm_t *norm, cudaStream_t stream);
+
 /* Every rank's stream meets here (one block): what each stream did before is visible after. */
 int gc_kernel_barrier(const gc_kpeers_t *peers, cudaStream_t stream);
 

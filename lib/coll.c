@@ -1,5 +1,6 @@
 /* coll.c — the public collectives: argument checks, the choice between the peer-to-peer kernels and
  * the MPI path, zero-copy for symmetric buffers, copy-in through staging, and chunking. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +60,15 @@ static gc_result_t check_pointer(gc_comm_t comm, const void *p, const char *name
   return GC_SUCCESS;
 }
 
+/* Whether [a, a+an) and [b, b+bn) share a byte. */
+static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
+  const char *x = a, *y = b;
+  return an != 0 && bn != 0 && x < y + bn && y < x + an;
+}
+
 /* Any overlap of [a, a+an) and [b, b+bn) other than b == a + allowed (the in-place layout). */
 static int bad_overlap(const void *a, size_t an, const void *b, size_t bn, ptrdiff_t allowed) {
-  const char *x = a, *y = b;
-  if (an == 0 || bn == 0) return 0;
-  if (y == x + allowed) return 0;
-  return x < y + bn && y < x + an;
+  return (const char *)b != (const char *)a + allowed && overlaps(a, an, b, bn);
 }
 
 /* ---- the peer-to-peer path ---------------------------------------------------------------- */
@@ -893,4 +897,225 @@ gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype
 gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                          void *stream) {
   return gc_broadcast_ex(send, recv, count, dtype, root, comm, stream, NULL);
+}
+
+/* ---- all-reduce + RMSNorm + FP8 ------------------------------------------------------------- */
+
+/* AUTO takes the fused kernel up to this input size (all ranks' rows read by every rank), and
+ * past it the all-reduce the table picks followed by the normalizing kernel. */
+#define RMSNORM_FUSED_MAX_BYTES ((size_t)16 << 20)
+
+static gc_result_t check_rmsnorm(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows,
+                                 size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m) {
+  if (!m) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8: norm is NULL (use GC_RMSNORM_FP8_INIT)");
+  if (m->version != GC_RMSNORM_FP8_VERSION)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_rmsnorm_fp8_t.version is %u, expected %u (use GC_RMSNORM_FP8_INIT)",
+                   m->version, GC_RMSNORM_FP8_VERSION);
+  GC_CHECK(check_dtype(comm, dtype, 1));
+  if (dtype != GC_FLOAT32 && dtype != GC_FLOAT16 && dtype != GC_BFLOAT16)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_allreduce_rmsnorm_fp8 takes float32, float16 or bfloat16 inputs, not %s",
+                   gc_dtype_name(dtype));
+  if (m->out_dtype != GC_FP8_E4M3 && m->out_dtype != GC_FP8_E5M2)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.out_dtype must be fp8_e4m3 or fp8_e5m2, not %s",
+                   gc_dtype_name(m->out_dtype) ? gc_dtype_name(m->out_dtype) : "out of range");
+  if (!(m->epsilon >= 0.0f) || !(m->epsilon < INFINITY))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.epsilon must be finite and >= 0");
+  if (!(m->scale_ub >= 0.0f) || !(m->scale_ub < INFINITY))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.scale_ub must be finite and >= 0 (0 = no bound)");
+  if (!(m->weight_offset > -INFINITY && m->weight_offset < INFINITY))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.weight_offset must be finite");
+  if (rows == 0 || cols == 0) return GC_SUCCESS;
+  if (cols > SIZE_MAX / 8 / rows) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "rows x cols (%zu x %zu) is too large", rows, cols);
+  const char *missing = !send ? "sendbuf" : !out ? "outbuf" : !scales ? "scales" : !m->gamma ? "norm.gamma" : NULL;
+  if (missing) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8: %s is NULL", missing);
+  /* What the call writes must not overlap what it reads or each other; residual_out may be the
+   * residual itself. */
+  const size_t es = gc_dtype_size(dtype), count = rows * cols;
+  const struct { const void *p; size_t bytes; const char *name; } in[] = {
+      {send, count * es, "sendbuf"}, {m->gamma, cols * es, "norm.gamma"}, {m->residual, count * es, "norm.residual"}},
+    wr[] = {{out, count, "outbuf"}, {scales, rows * sizeof(float), "scales"}, {m->residual_out, count * es, "norm.residual_out"}};
+  for (int w = 0; w < 3; w++) {
+    if (!wr[w].p) continue;
+    for (int i = 0; i < 3; i++) {
+      if (!in[i].p || (w == 2 && i == 2 && wr[w].p == in[i].p)) continue;
+      if (overlaps(wr[w].p, wr[w].bytes, in[i].p, in[i].bytes))
+        return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s overlaps %s", wr[w].name, in[i].name);
+    }
+    for (int v = 0; v < w; v++)
+      if (wr[v].p && overlaps(wr[w].p, wr[w].bytes, wr[v].p, wr[v].bytes))
+        return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s overlaps %s", wr[w].name, wr[v].name);
+  }
+  return GC_SUCCESS;
+}
+
+/* The host's normalization of x (rows x cols, already reduced), the formulas of gpucoll.h in
+ * float, each step rounded; the sum of squares goes in column order (the kernel's in its block's
+ * order), so the last bit of a scale may differ from the device path's. */
+static void rmsnorm_fp8_host(const void *x, size_t rows, size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m,
+                             void *out, float *scales) {
+  const float fp8_max = m->out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f, least = 1.0f / (fp8_max * 512.0f);
+  for (size_t i = 0; i < rows; i++) {
+    const size_t base = i * cols;
+    float ss = 0.0f, amax = 0.0f;
+    for (size_t j = 0; j < cols; j++) {
+      float v = (float)gc__load_double(x, base + j, dtype), sq = v * v;
+      ss += sq;
+    }
+    float mean = ss / (float)cols, r = 1.0f / sqrtf(mean + m->epsilon);
+    for (size_t j = 0; j < cols; j++) {
+      float xr = (float)gc__load_double(x, base + j, dtype) * r, g = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset;
+      float y = xr * g;
+      amax = fabsf(y) > amax ? fabsf(y) : amax;
+    }
+    float scale = amax / fp8_max;
+    if (scale < least) scale = least;
+    if (m->scale_ub > 0.0f && scale > m->scale_ub) scale = m->scale_ub;
+    scales[i] = scale;
+    for (size_t j = 0; j < cols; j++) {
+      float xr = (float)gc__load_double(x, base + j, dtype) * r, g = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset;
+      float y = xr * g, q = y / scale;
+      gc__store_double(out, base + j, m->out_dtype, q);
+    }
+  }
+}
+
+static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
+  gc_knorm_t k;
+  memset(&k, 0, sizeof k);
+  k.rows = rows;
+  k.cols = cols;
+  k.gamma = m->gamma;
+  k.epsilon = m->epsilon;
+  k.weight_offset = m->weight_offset;
+  k.scale_ub = m->scale_ub;
+  k.out_dtype = m->out_dtype;
+  return k;
+}
+
+/* One block per row, up to the signal rows (or max_blocks); a thread per 16 bytes of a row. */
+static gc__plan_t rmsnorm_plan(const gc_options_t *o, size_t rows, size_t cols, size_t es) {
+  gc__plan_t plan;
+  memset(&plan, 0, sizeof plan);
+  size_t blocks = rows < GC_KMAX_BLOCKS ? rows : GC_KMAX_BLOCKS, units = (cols * es + 15) / 16;
+  if (o->max_blocks && blocks > (size_t)o->max_blocks) blocks = (size_t)o->max_blocks;
+  size_t threads = (units + 31) / 32 * 32;
+  plan.algo = GC_ALGO_ONESHOT;
+  plan.blocks = (int)blocks;
+  plan.threads = (int)(threads < 64 ? 64 : threads > GC_KTHREADS ? GC_KTHREADS : threads);
+  return plan;
+}
+
+/* The fused kernel: every rank reads every rank's rows (its gc_mem_alloc input in place, else a
+ * chunk of whole rows copied into staging), x goes to residual_out or this rank's publish half of
+ * staging. False in *fits when a row does not fit staging. */
+static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows, size_t cols,
+                                 gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o,
+                                 cudaStream_t stream, int *fits) {
+  const int n = comm->local_size, me = comm->local_rank;
+  const size_t es = gc_dtype_size(dtype), row_bytes = cols * es;
+  void *sym_in[GC_MAX_LOCAL_RANKS];
+  const int in_zero = gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
+  size_t chunk = rows;
+  if (!in_zero || !m->residual_out) chunk = staging_half(comm) / row_bytes;
+  *fits = chunk > 0;
+  if (!*fits) return GC_SUCCESS;
+  if (chunk > rows) chunk = rows;
+  gc__plan_t plan = rmsnorm_plan(o, chunk, cols, es);
+  gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
+  for (size_t c0 = 0; c0 < rows; c0 += chunk) {
+    const size_t cn = rows - c0 < chunk ? rows - c0 : chunk, at = c0 * row_bytes;
+    for (int r = 0; r < n; r++) a.in[r] = in_zero ? (const char *)sym_in[r] + at : staging_in(comm, r);
+    if (!in_zero)
+      GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + at, cn * row_bytes,
+                                          cudaMemcpyDeviceToDevice, stream));
+    gc_knorm_t k = knorm(m, cn, cols);
+    k.reduce = 1;
+    k.residual = m->residual ? (const char *)m->residual + at : NULL;
+    k.x = m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
+    k.out = (char *)out + c0 * cols;
+    k.scales = scales + c0;
+    GC_CHECK(gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm"));
+  }
+  return GC_SUCCESS;
+}
+
+/* The all-reduce (with the residual as its add vector) into residual_out or a temporary, then the
+ * normalization: a kernel on device buffers, the host loop on host buffers. */
+static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows,
+                                    size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o,
+                                    int on_device, cudaStream_t stream) {
+  const size_t count = rows * cols, bytes = count * gc_dtype_size(dtype);
+  void *x = m->residual_out, *tmp = NULL;
+  if (!x && on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(&tmp, bytes, stream));
+  if (!x && !on_device && !(tmp = malloc(bytes)))
+    return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes of rows", bytes);
+  if (!x) x = tmp;
+  gc_options_t ao = *o;
+  ao.add = m->residual;
+  gc_result_t rc = allreduce_ex_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao);
+  if (rc == GC_SUCCESS && on_device) {
+    gc__plan_t plan = rmsnorm_plan(o, rows, cols, gc_dtype_size(dtype));
+    gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
+    a.peers.nranks = 1;
+    a.in[0] = x;
+    gc_knorm_t k = knorm(m, rows, cols);
+    k.out = out;
+    k.scales = scales;
+    rc = gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "RMSNorm");
+  } else if (rc == GC_SUCCESS) {
+    rmsnorm_fp8_host(x, rows, cols, dtype, m, out, scales);
+  }
+  if (tmp && on_device) {
+    cudaError_t e = cudaFreeAsync(tmp, stream);
+    if (rc == GC_SUCCESS && e != cudaSuccess) rc = GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync: %s", cudaGetErrorString(e));
+  }
+  if (tmp && !on_device) free(tmp);
+  return rc;
+}
+
+static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size_t rows, size_t cols, gc_dtype_t dtype,
+                                const gc_rmsnorm_fp8_t *m, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_CHECK(gc__comm_health(comm));
+  GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
+  gc_options_t o;
+  GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));
+  if (o.scale != 1.0 || o.add || o.out_dtype != dtype)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes no epilogue in its options "
+                                                  "(scale, add, out_dtype); the residual is norm.residual");
+  if (rows == 0 || cols == 0) return GC_SUCCESS;
+  /* All on this rank's GPU, or all on the host. */
+  const void *ptrs[] = {send, out, scales, m->gamma, m->residual, m->residual_out};
+  const char *names[] = {"sendbuf", "outbuf", "scales", "norm.gamma", "norm.residual", "norm.residual_out"};
+  int host = 0, device = 0;
+  for (int i = 0; i < 6; i++) {
+    if (!ptrs[i]) continue;
+    gc__ptr_kind_t kind;
+    GC_CHECK(check_pointer(comm, ptrs[i], names[i], &kind));
+    host += kind == GC_PTR_HOST;
+    device += kind == GC_PTR_DEVICE_OWN;
+  }
+  if (host && device)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
+                                                  "or all on the host, not some of each");
+  const size_t bytes = rows * cols * gc_dtype_size(dtype);
+  gc_algo_t algo = o.algo != GC_ALGO_AUTO ? o.algo : comm->forced_algo;
+  int fused = device && comm->p2p_ready &&
+              (algo == GC_ALGO_ONESHOT || (algo == GC_ALGO_AUTO && bytes <= RMSNORM_FUSED_MAX_BYTES));
+  if (algo == GC_ALGO_ONESHOT && !fused && o.algo == GC_ALGO_ONESHOT)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused one-shot needs device buffers and peer-to-peer GPUs");
+  if (fused) {
+    int fits;
+    GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream, &fits));
+    if (fits) return GC_SUCCESS;
+    if (o.algo == GC_ALGO_ONESHOT)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a row of %zu bytes does not fit half the staging area (GC_STAGING_BYTES)",
+                     cols * gc_dtype_size(dtype));
+  }
+  return rmsnorm_composed(comm, send, out, scales, rows, cols, dtype, m, &o, device > 0, (cudaStream_t)stream);
+}
+
+gc_result_t gc_allreduce_rmsnorm_fp8(const void *send, void *out, float *scales, size_t rows, size_t cols,
+                                     gc_dtype_t dtype, const gc_rmsnorm_fp8_t *norm, gc_comm_t comm, void *stream,
+                                     const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, rmsnorm_impl(send, out, scales, rows, cols, dtype, norm, comm, stream, opts));
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
 #include <mpi.h>
 
 #include "gc_internal.h"
@@ -269,4 +270,24 @@ void gc_test_add_suite(const char *name, const gc_test_case_t *tests) {
     if (chosen && !CU_add_test(s, t->name, t->fn))
       fprintf(stderr, "CU_add_test(%s.%s) failed: %s\n", name, t->name, CU_get_error_msg());
   }
+}
+
+/* ---- CUDA graphs --------------------------------------------------------------------------- */
+
+int gc_test_capture(void *stream, int begin, void **graph_exec) {
+  if (begin) return cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal);
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (e != cudaSuccess) fprintf(stderr, "[rank %d] capture: %s\n", gc_test_rank, cudaGetErrorString(e));
+  *graph_exec = exec;
+  return e;
+}
+int gc_test_replay(void *graph_exec, void *stream) {
+  return cudaGraphLaunch((cudaGraphExec_t)graph_exec, (cudaStream_t)stream);
+}
+void gc_test_graph_destroy(void *graph_exec) {
+  if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }

@@ -72,6 +72,12 @@ size_t gc_test_check_red(const char *what, const gc_test_red_t *R, const void *o
  * max(|ref|, smallest normal) plus the accumulator's rounding over `mag`. NaN never passes. */
 int gc_test_close_ex(gc_dtype_t out_dtype, gc_dtype_t in_dtype, double got, double ref, double mag);
 
+/* Graph capture of gpucoll calls on `stream`: begin = 1 starts it, begin = 0 ends it and
+ * instantiates the graph into *graph_exec; replay launches it. cudaError_t values (0 = fine). */
+int gc_test_capture(void *stream, int begin, void **graph_exec);
+int gc_test_replay(void *graph_exec, void *stream);
+void gc_test_graph_destroy(void *graph_exec);
+
 /* 1 on every rank when ok is 1 on every rank. */
 int gc_test_all(int ok);
 /* 1 when the bytes are identical on every rank (rank 0's bytes broadcast and compared). */
@@ -95,6 +101,7 @@ void gc_test_suite_allreduce(void);
 void gc_test_suite_collectives(void);
 void gc_test_suite_p2p(void);
 void gc_test_suite_tune(void);
+void gc_test_suite_rmsnorm(void);
 
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;

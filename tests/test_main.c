@@ -28,6 +28,7 @@ static const struct {
     {"collectives", gc_test_suite_collectives, 1},
     {"p2p", gc_test_suite_p2p, 1},
     {"tune", gc_test_suite_tune, 1},
+    {"rmsnorm", gc_test_suite_rmsnorm, 1},
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 

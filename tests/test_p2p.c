@@ -12,25 +12,6 @@
 #include "gc_internal.h"
 #include "gc_test.h"
 
-/* Graph capture of gpucoll calls on `stream` (begin = 1 starts, begin = 0 ends and instantiates). */
-static int gc_test_capture(void *stream, int begin, void **graph_exec) {
-  if (begin) return cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal);
-  cudaGraph_t g = NULL;
-  cudaGraphExec_t exec = NULL;
-  cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &g);
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
-  if (g) cudaGraphDestroy(g);
-  if (e != cudaSuccess) fprintf(stderr, "[rank %d] capture: %s\n", gc_test_rank, cudaGetErrorString(e));
-  *graph_exec = exec;
-  return e;
-}
-static int gc_test_replay(void *graph_exec, void *stream) {
-  return cudaGraphLaunch((cudaGraphExec_t)graph_exec, (cudaStream_t)stream);
-}
-static void gc_test_graph_destroy(void *graph_exec) {
-  if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
-}
-
 /* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
  * bits on every rank. send/recv are device buffers of the caller's choosing (eager or symmetric);
  * in place when send == recv. */

@@ -265,6 +265,43 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
                                    gc_dtype_t dtype, int root, gc_comm_t comm, void *stream,
                                    const gc_options_t *opts);
 
+/* ---------------------------------------------------------------------------------------------
+ * Fused all-reduce + RMSNorm + FP8 quantization of a row-major rows x cols matrix (the same shape
+ * on every rank), the step between tensor-parallel layers of a transformer. Inputs are float32,
+ * float16 or bfloat16; with s the sum over ranks, in float and in rank order:
+ *   x[i][j]   = dtype( s[i][j] + residual[i][j] )       rounded once, as gc_allreduce_ex with
+ *                                                        options.add = residual
+ *   r[i]      = 1 / sqrt( (sum_j x[i][j]^2) / cols + epsilon )
+ *   y[i][j]   = x[i][j] * r[i] * (gamma[j] + weight_offset)
+ *   scales[i] = max( max_j |y[i][j]| / FP8_MAX, 1 / (FP8_MAX * 512) ), then at most scale_ub
+ *               when scale_ub > 0                       (FP8_MAX: 448 for e4m3, 57344 for e5m2)
+ *   out[i][j] = fp8( y[i][j] / scales[i] )             round to nearest even, saturating
+ * x, r and y are float after the first line; residual_out (when not NULL) receives x, and may be
+ * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
+ * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
+ * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
+ * options: algo (ONESHOT: one fused kernel that reads every peer's rows, normalizes and quantizes
+ * them; any other: that all-reduce into residual_out (or a temporary), then a normalizing kernel;
+ * AUTO: the dispatch table), max_blocks, pdl; its epilogue fields must stay at their defaults
+ * (the residual is this struct's). Host pointers take the MPI path and normalize on the host.
+ * ------------------------------------------------------------------------------------------- */
+#define GC_RMSNORM_FP8_VERSION 1
+typedef struct gc_rmsnorm_fp8 {
+  unsigned version;      /* GC_RMSNORM_FP8_VERSION */
+  const void *gamma;     /* cols weights, input dtype; required */
+  float epsilon;         /* > 0 or 0; added to the mean square */
+  float weight_offset;   /* 0, or 1 for norms that scale by (1 + gamma) */
+  float scale_ub;        /* > 0: upper bound of every row's scale; 0 = none */
+  const void *residual;  /* rows x cols, input dtype, added to the sum; NULL = none */
+  void *residual_out;    /* rows x cols, input dtype, receives x; NULL = not kept */
+  gc_dtype_t out_dtype;  /* GC_FP8_E4M3 or GC_FP8_E5M2 */
+} gc_rmsnorm_fp8_t;
+#define GC_RMSNORM_FP8_INIT {GC_RMSNORM_FP8_VERSION, NULL, 1e-6f, 0.0f, 0.0f, NULL, NULL, GC_FP8_E4M3}
+
+GC_API gc_result_t gc_allreduce_rmsnorm_fp8(const void *sendbuf, void *outbuf, float *scales, size_t rows,
+                                            size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *norm,
+                                            gc_comm_t comm, void *stream, const gc_options_t *opts);
+
 /* Host-side element access with the library's own conversions: element i of a host array of
  * dtype as a double, and a double stored into one with round-to-nearest-even (fp8 saturating to
  * its largest finite value, integers wrapping). For checks, tools and bindings. An out-of-range

@@ -1,0 +1,399 @@
+/* test_rmsnorm.c — gc_allreduce_rmsnorm_fp8 against a float64 reference: every input dtype, both
+ * fp8 outputs, odd shapes, the residual in its forms, weight offset and scale bound, unaligned
+ * pointers; on GPUs the fused kernel, the all-reduce + normalizing kernel (two-shot and MPI),
+ * gc_mem_alloc inputs, chunks through a small staging area and graph replay. Bit-identical
+ * results on every rank; bad arguments get their own code and message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "gc_internal.h"
+#include "gc_test.h"
+
+enum { RES_NONE, RES_SEPARATE, RES_IN_PLACE, RES_NOT_KEPT, RES_ONLY_OUT };
+
+typedef struct {
+  gc_dtype_t dtype, out_dtype;
+  size_t rows, cols;
+  int residual;        /* RES_*: residual and residual_out given (separate or the same), or one of them */
+  float weight_offset;
+  int bounded;         /* scale_ub: 0.7 x the reference scale of row 0 (clips and saturates rows) */
+  gc_algo_t algo;
+  int symmetric;       /* sendbuf from gc_mem_alloc */
+  size_t off;          /* elements every pointer sits past its allocation's start */
+} rn_case_t;
+
+static int salt_counter = 7000;
+
+static double fp8_max(gc_dtype_t t) { return t == GC_FP8_E4M3 ? 448.0 : 57344.0; }
+
+/* One unit in the last place of fp8 type t at magnitude v (subnormals: the smallest step). */
+static double fp8_ulp(gc_dtype_t t, double v) {
+  const int mant = t == GC_FP8_E4M3 ? 3 : 2, min_exp = t == GC_FP8_E4M3 ? -6 : -14;
+  int e = v > 0 ? (int)floor(log2(v)) : min_exp;
+  if (e < min_exp) e = min_exp;
+  return ldexp(1.0, e - mant);
+}
+
+/* x of element i: the inputs summed in float in rank order, plus the residual, rounded once to
+ * the input dtype, exactly as the library defines it. */
+static double x_ref(gc_dtype_t dt, int salt, size_t i, const void *res_host) {
+  float acc = (float)gc_test_input(dt, 0, salt, i);
+  for (int r = 1; r < gc_test_size; r++) acc = acc + (float)gc_test_input(dt, r, salt, i);
+  if (res_host) acc = acc + (float)gc__load_double(res_host, i, dt);
+  unsigned char t[8];
+  gc__store_double(t, 0, dt, (double)acc);
+  return gc__load_double(t, 0, dt);
+}
+
+static void *rn_alloc(int symmetric, size_t bytes) {
+  void *p = NULL;
+  if (!symmetric) return gc_test_alloc(bytes);
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes, &p));
+  return p;
+}
+
+static void rn_free(int symmetric, void *p) {
+  if (symmetric) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
+  else gc_test_free(p);
+}
+
+/* 1 when the guard after `bytes` of a downloaded buffer is untouched. */
+static int guard_kept(const unsigned char *host, size_t bytes, const char *what, const char *name) {
+  for (size_t b = 0; b < GUARD; b++)
+    if (host[bytes + b] != 0xff) {
+      fprintf(stderr, "[rank %d] %s: wrote past the end of %s\n", gc_test_rank, what, name);
+      return 0;
+    }
+  return 1;
+}
+
+/* Runs one case on `comm` (every rank), graph-captured and replayed `replays` times when > 0;
+ * returns 1 when this rank's outputs are right. */
+static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
+  const int salt = ++salt_counter, aux_salt = ++salt_counter;
+  const gc_dtype_t dt = c->dtype, ft = c->out_dtype;
+  const size_t es = gc_dtype_size(dt), count = c->rows * c->cols, off = c->off;
+  char what[200];
+  snprintf(what, sizeof what, "rmsnorm %s->%s %zu x %zu residual %d offset %g%s algo %s%s off %zu%s", gc_dtype_name(dt),
+           gc_dtype_name(ft), c->rows, c->cols, c->residual, c->weight_offset, c->bounded ? " bounded" : "",
+           gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off, replays ? " graph" : "");
+
+  /* inputs: this rank's rows, and the shared gamma and residual (rank -1) */
+  char *send_base = rn_alloc(c->symmetric, (off + count) * es);
+  char *send = send_base + off * es;
+  gc_test_fill(send, count, dt, gc_test_rank, salt);
+  char *gamma_base = gc_test_alloc((off + c->cols) * es), *gamma = gamma_base + off * es;
+  gc_test_fill(gamma, c->cols, dt, -1, aux_salt);
+  const int has_res = c->residual == RES_SEPARATE || c->residual == RES_IN_PLACE || c->residual == RES_NOT_KEPT;
+  const int keeps_x = c->residual == RES_SEPARATE || c->residual == RES_IN_PLACE || c->residual == RES_ONLY_OUT;
+  char *res_base = NULL, *res = NULL, *xout_base = NULL, *xout = NULL;
+  if (has_res) {
+    res_base = gc_test_alloc((off + count) * es + GUARD);
+    gc_test_poison(res_base, (off + count) * es + GUARD);
+    res = res_base + off * es;
+    gc_test_fill(res, count, dt, -1, salt);
+  }
+  if (c->residual == RES_IN_PLACE) {
+    xout = res;
+  } else if (keeps_x) {
+    xout_base = gc_test_alloc((off + count) * es + GUARD);
+    gc_test_poison(xout_base, (off + count) * es + GUARD);
+    xout = xout_base + off * es;
+  }
+  /* outputs, poisoned, with a guard after each */
+  char *out_base = gc_test_alloc(off + count + GUARD), *out = out_base + off;
+  gc_test_poison(out_base, off + count + GUARD);
+  char *sc_base = gc_test_alloc((off + c->rows) * sizeof(float) + GUARD);
+  gc_test_poison(sc_base, (off + c->rows) * sizeof(float) + GUARD);
+  float *scales = (float *)(sc_base + off * sizeof(float)); /* off elements of 4 bytes: still 4-aligned */
+
+  /* the reference, before the call: the residual in place is overwritten by it */
+  unsigned char *res_host = has_res ? malloc(count * es) : NULL, *gamma_host = malloc(c->cols * es);
+  double *x = malloc(count * sizeof(double)), *ref_scale = calloc(c->rows, sizeof(double)),
+         *r_row = malloc(c->rows * sizeof(double));
+  CU_ASSERT_FATAL(gamma_host && x && ref_scale && r_row && (!has_res || res_host));
+  if (has_res) gc_test_download(res_host, res, count * es);
+  gc_test_download(gamma_host, gamma, c->cols * es);
+  for (size_t i = 0; i < count; i++) x[i] = x_ref(dt, salt, i, res_host);
+  for (size_t row = 0; row < c->rows; row++) {
+    double ss = 0, amax = 0;
+    for (size_t j = 0; j < c->cols; j++) ss += x[row * c->cols + j] * x[row * c->cols + j];
+    r_row[row] = 1.0 / sqrt(ss / (double)c->cols + 1e-6);
+    for (size_t j = 0; j < c->cols; j++) {
+      double y = x[row * c->cols + j] * r_row[row] * (gc__load_double(gamma_host, j, dt) + c->weight_offset);
+      amax = fabs(y) > amax ? fabs(y) : amax;
+    }
+    ref_scale[row] = fmax(amax / fp8_max(ft), 1.0 / (fp8_max(ft) * 512.0));
+  }
+  gc_rmsnorm_fp8_t m = GC_RMSNORM_FP8_INIT;
+  m.gamma = gamma;
+  m.epsilon = 1e-6f;
+  m.weight_offset = c->weight_offset;
+  m.scale_ub = c->bounded ? (float)(0.7 * ref_scale[0]) : 0.0f;
+  m.residual = res;
+  m.residual_out = xout;
+  m.out_dtype = ft;
+  for (size_t row = 0; row < c->rows; row++)
+    if (m.scale_ub > 0 && ref_scale[row] > m.scale_ub) ref_scale[row] = m.scale_ub;
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = c->algo;
+
+  gc_result_t rc;
+  if (replays) {
+    void *stream = NULL, *exec = NULL;
+    GC_TEST_OK(gc_comm_stream(comm, &stream));
+    CU_ASSERT_EQUAL_FATAL(gc_test_capture(stream, 1, NULL), 0);
+    rc = gc_allreduce_rmsnorm_fp8(send, out, scales, c->rows, c->cols, dt, &m, comm, stream, &o);
+    int e = gc_test_capture(stream, 0, &exec);
+    /* the residual in place must see the same input on every replay: not a case for graphs */
+    for (int k = 0; rc == GC_SUCCESS && !e && k < replays; k++) e = gc_test_replay(exec, stream);
+    if (rc == GC_SUCCESS) rc = gc_synchronize(comm, stream);
+    gc_test_graph_destroy(exec);
+    CU_ASSERT_EQUAL(e, 0);
+  } else {
+    rc = gc_allreduce_rmsnorm_fp8(send, out, scales, c->rows, c->cols, dt, &m, comm, NULL, &o);
+    if (rc == GC_SUCCESS) rc = gc_synchronize(comm, NULL);
+  }
+  int ok = rc == GC_SUCCESS;
+  if (!ok) fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(rc), gc_comm_last_error(comm));
+
+  unsigned char *out_host = malloc(count + GUARD), *sc_host = malloc(c->rows * sizeof(float) + GUARD);
+  unsigned char *x_host = keeps_x ? malloc(count * es + GUARD) : NULL;
+  CU_ASSERT_FATAL(out_host && sc_host && (!keeps_x || x_host));
+  gc_test_download(out_host, out, count + GUARD);
+  gc_test_download(sc_host, scales, c->rows * sizeof(float) + GUARD);
+  if (keeps_x) gc_test_download(x_host, xout, count * es + GUARD);
+  if (ok) {
+    ok = guard_kept(out_host, count, what, "outbuf") && guard_kept(sc_host, c->rows * sizeof(float), what, "scales") &&
+         (!keeps_x || guard_kept(x_host, count * es, what, "residual_out"));
+  }
+  size_t wrong = 0;
+  for (size_t row = 0; ok && row < c->rows; row++) {
+    float got_scale;
+    memcpy(&got_scale, sc_host + row * sizeof(float), sizeof got_scale);
+    if (!(fabs(got_scale - ref_scale[row]) <= 1e-4 * ref_scale[row])) {
+      if (wrong++ < 4)
+        fprintf(stderr, "[rank %d] %s: row %zu scale %.9g, expected %.9g\n", gc_test_rank, what, row, got_scale,
+                ref_scale[row]);
+      continue;
+    }
+    for (size_t j = 0; j < c->cols; j++) {
+      const size_t i = row * c->cols + j;
+      if (keeps_x && gc__load_double(x_host, i, dt) != x[i]) {
+        if (wrong++ < 4)
+          fprintf(stderr, "[rank %d] %s: residual_out[%zu] = %.9g, expected %.9g\n", gc_test_rank, what, i,
+                  gc__load_double(x_host, i, dt), x[i]);
+        continue;
+      }
+      /* against the rank's own scale: the fp8 value of y / scale, clipped at FP8_MAX, within
+       * one fp8 step (float rounding of r and y may tip a value to its neighbour) */
+      double y = x[i] * r_row[row] * (gc__load_double(gamma_host, j, dt) + c->weight_offset);
+      double want = y / got_scale, got = gc__load_double(out_host, i, ft);
+      want = fmax(-fp8_max(ft), fmin(fp8_max(ft), want));
+      if (!(fabs(got - want) <= fp8_ulp(ft, fabs(want)) * 1.0001)) {
+        if (wrong++ < 4)
+          fprintf(stderr, "[rank %d] %s: out[%zu] (row %zu) = %.9g, expected %.9g\n", gc_test_rank, what, i, row, got,
+                  want);
+      }
+    }
+  }
+  if (wrong) {
+    fprintf(stderr, "[rank %d] %s: %zu wrong\n", gc_test_rank, what, wrong);
+    ok = 0;
+  }
+  /* every rank computed the same bits */
+  int same = gc_test_same_on_all_ranks(out_host, count) && gc_test_same_on_all_ranks(sc_host, c->rows * sizeof(float));
+  if (!same) fprintf(stderr, "[rank %d] %s: ranks differ\n", gc_test_rank, what);
+  ok = ok && same;
+
+  free(out_host);
+  free(sc_host);
+  free(x_host);
+  free(res_host);
+  free(gamma_host);
+  free(x);
+  free(ref_scale);
+  free(r_row);
+  rn_free(c->symmetric, send_base);
+  gc_test_free(gamma_base);
+  gc_test_free(res_base);
+  gc_test_free(xout_base);
+  gc_test_free(out_base);
+  gc_test_free(sc_base);
+  return ok;
+}
+
+static const gc_dtype_t in_types[] = {GC_BFLOAT16, GC_FLOAT16, GC_FLOAT32};
+
+/* Every input dtype x both fp8 outputs x shapes (one element, odd, vector rows with a tail,
+ * wide rows) x residual forms, offsets and bounds. Host buffers take the MPI path. */
+static void test_shapes(void) {
+  static const size_t shapes[][2] = {{1, 1}, {3, 7}, {2, 4099}, {17, 1000}, {5, 8192}};
+  int bad = 0, k = 0;
+  for (int d = 0; d < 3; d++)
+    for (int f = 0; f < 2; f++)
+      for (int s = 0; s < 5; s++, k++) {
+        rn_case_t c = {in_types[d], f ? GC_FP8_E5M2 : GC_FP8_E4M3, shapes[s][0], shapes[s][1], k % 5, (float)(k % 2),
+                       k % 3 == 0, GC_ALGO_AUTO, 0, (size_t)(k % 4 == 1)};
+        bad += !run_case(gc_test_comm, &c, 0);
+      }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* On GPUs, each way the library computes it: the fused kernel (plain and gc_mem_alloc inputs,
+ * aligned and not), the two-shot all-reduce then the normalizing kernel, and the MPI path on
+ * device buffers then that kernel. */
+static void test_algorithms(void) {
+  if (!gc_test_peer_gpus("rmsnorm algorithms", 1)) return;
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI};
+  int bad = 0;
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < 3; d++)
+      for (int v = 0; v < 4; v++) {
+        rn_case_t c = {in_types[d], v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, v < 2 ? 33 : 4, v < 2 ? 4096 : 12289,
+                       v == 0 ? RES_IN_PLACE : v == 1 ? RES_NOT_KEPT : RES_SEPARATE, v == 3 ? 1.0f : 0.0f, v == 2,
+                       algos[a], v >= 2 && a != 2, (size_t)(v == 3 ? 3 : 0)};
+        bad += !run_case(gc_test_comm, &c, 0);
+      }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* 1 MB of staging: the fused kernel takes 4 MB of rows in chunks (x in staging, and in
+ * residual_out), and refuses a row larger than half of it when forced; the table's choice then
+ * goes through the all-reduce. */
+static void test_chunks(void) {
+  if (!gc_test_peer_gpus("rmsnorm chunks", 1)) return;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.staging_bytes = (size_t)1 << 20;
+  gc_comm_t small = NULL;
+  GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
+  int bad = 0;
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
+  bad += !run_case(small, &c, 0);
+  c.residual = RES_SEPARATE;
+  c.symmetric = 0;
+  bad += !run_case(small, &c, 0);
+  c.dtype = GC_FLOAT32;
+  c.cols = 200000; /* 800 KB rows: more than half the staging */
+  c.rows = 2;
+  c.residual = RES_NONE;
+  c.algo = GC_ALGO_AUTO;
+  bad += !run_case(small, &c, 0);
+  /* forced, the same call is refused, naming the staging area */
+  void *buf = gc_test_alloc(2 * 200000 * 4), *out = gc_test_alloc(2 * 200000), *sc = gc_test_alloc(8),
+       *gamma = gc_test_alloc(200000 * 4);
+  gc_rmsnorm_fp8_t m = GC_RMSNORM_FP8_INIT;
+  m.gamma = gamma;
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT;
+  gc_result_t r = gc_allreduce_rmsnorm_fp8(buf, out, sc, 2, 200000, GC_FLOAT32, &m, small, NULL, &o);
+  CU_ASSERT_EQUAL(r, GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(small), "GC_STAGING_BYTES"));
+  gc_test_free(buf);
+  gc_test_free(out);
+  gc_test_free(sc);
+  gc_test_free(gamma);
+  GC_TEST_OK(gc_comm_destroy(small));
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* Captured into a CUDA graph and replayed: the fused kernel and the composed path, whose
+ * temporary for x is allocated and freed inside the graph. */
+static void test_graph(void) {
+  if (!gc_test_peer_gpus("rmsnorm graph replay", 1)) return;
+  int bad = 0;
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
+  bad += !run_case(gc_test_comm, &c, 3);
+  c.algo = GC_ALGO_TWOSHOT;
+  c.residual = RES_NOT_KEPT;
+  bad += !run_case(gc_test_comm, &c, 3);
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* Bad arguments: the code and the message say which, and nothing is written. */
+static void test_errors(void) {
+  const size_t rows = 2, cols = 16;
+  char *send = gc_test_alloc(rows * cols * 2), *out = gc_test_alloc(rows * cols + 64), *gamma = gc_test_alloc(cols * 2);
+  float *sc = gc_test_alloc(rows * sizeof(float));
+  gc_test_fill(send, rows * cols, GC_BFLOAT16, gc_test_rank, 1);
+  gc_test_fill(gamma, cols, GC_BFLOAT16, -1, 2);
+  gc_rmsnorm_fp8_t ok = GC_RMSNORM_FP8_INIT;
+  ok.gamma = gamma;
+  struct {
+    const char *what, *message;
+    gc_result_t code;
+  } want[] = {
+      {"NULL norm", "norm is NULL", GC_ERR_INVALID_ARGUMENT},
+      {"version", "version is 7", GC_ERR_INVALID_ARGUMENT},
+      {"float64 input", "float32, float16 or bfloat16", GC_ERR_UNSUPPORTED},
+      {"fp8 input", "cannot be reduced", GC_ERR_UNSUPPORTED},
+      {"bf16 output", "norm.out_dtype must be fp8", GC_ERR_INVALID_ARGUMENT},
+      {"no gamma", "norm.gamma is NULL", GC_ERR_INVALID_ARGUMENT},
+      {"negative epsilon", "norm.epsilon", GC_ERR_INVALID_ARGUMENT},
+      {"NaN scale bound", "norm.scale_ub", GC_ERR_INVALID_ARGUMENT},
+      {"out over send", "outbuf overlaps sendbuf", GC_ERR_INVALID_ARGUMENT},
+      {"scales over out", "scales overlaps outbuf", GC_ERR_INVALID_ARGUMENT},
+      {"epilogue", "takes no epilogue", GC_ERR_INVALID_ARGUMENT},
+      {"no scales", "scales is NULL", GC_ERR_INVALID_ARGUMENT},
+  };
+  for (int k = 0; k < (int)(sizeof want / sizeof want[0]); k++) {
+    gc_rmsnorm_fp8_t m = ok;
+    gc_options_t o = GC_OPTIONS_INIT;
+    const void *s = send;
+    void *dst = out;
+    float *scales = sc;
+    gc_dtype_t dt = GC_BFLOAT16;
+    switch (k) {
+      case 1: m.version = 7; break;
+      case 2: dt = GC_FLOAT64; break;
+      case 3: dt = GC_FP8_E4M3; break;
+      case 4: m.out_dtype = GC_BFLOAT16; break;
+      case 5: m.gamma = NULL; break;
+      case 6: m.epsilon = -1.0f; break;
+      case 7: m.scale_ub = NAN; break;
+      case 8: dst = send + 8; break;
+      case 9: scales = (float *)(out + 16); break;
+      case 10: o.scale = 0.5; break;
+      case 11: scales = NULL; break;
+    }
+    gc_result_t r = gc_allreduce_rmsnorm_fp8(s, dst, scales, rows, cols, dt, k == 0 ? NULL : &m, gc_test_comm, NULL, &o);
+    const char *msg = gc_comm_last_error(gc_test_comm);
+    if (r != want[k].code || !strstr(msg, want[k].message))
+      fprintf(stderr, "[rank %d] rmsnorm error case '%s': %s (%s)\n", gc_test_rank, want[k].what, gc_result_name(r), msg);
+    CU_ASSERT_EQUAL(r, want[k].code);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, want[k].message));
+  }
+  /* nothing to do is a success that touches nothing */
+  gc_test_poison(out, rows * cols);
+  GC_TEST_OK(gc_allreduce_rmsnorm_fp8(send, out, sc, 0, cols, GC_BFLOAT16, &ok, gc_test_comm, NULL, NULL));
+  unsigned char host[32];
+  gc_test_download(host, out, sizeof host);
+  for (size_t b = 0; b < sizeof host; b++) CU_ASSERT_EQUAL(host[b], 0xff);
+  if (gc_test_on_gpu) { /* a host gamma beside device buffers */
+    unsigned char hg[32] = {0};
+    gc_rmsnorm_fp8_t m = ok;
+    m.gamma = hg;
+    gc_result_t r = gc_allreduce_rmsnorm_fp8(send, out, sc, rows, cols, GC_BFLOAT16, &m, gc_test_comm, NULL, NULL);
+    CU_ASSERT_EQUAL(r, GC_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "not some of each"));
+  }
+  gc_test_free(send);
+  gc_test_free(out);
+  gc_test_free(gamma);
+  gc_test_free(sc);
+}
+
+void gc_test_suite_rmsnorm(void) {
+  static const gc_test_case_t tests[] = {
+      {"rmsnorm shapes, dtypes and residual forms", test_shapes},
+      {"rmsnorm algorithms on GPUs", test_algorithms},
+      {"rmsnorm chunks through 1 MB of staging", test_chunks},
+      {"rmsnorm graph replay", test_graph},
+      {"rmsnorm bad arguments", test_errors},
+      {NULL, NULL},
+  };
+  gc_test_add_suite("rmsnorm", tests);
+}
