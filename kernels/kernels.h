@@ -146,20 +146,27 @@ int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t strea
 int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
 /* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
- * formulas). reduce = 1: x is the sum of the rows of every rank's a->in[] (after a barrier; one
- * more closes the kernel) plus residual, stored at x; reduce = 0: a->in[0] holds x already (the
- * all-reduce ran before), no peers are touched and residual and x are NULL. One block per row at
- * a time, at most a->blocks blocks of a->threads threads. dtype: float32, float16, bfloat16. */
+ * formulas), one block per row at a time, at most a->blocks blocks of a->threads threads; dtype
+ * float32, float16, bfloat16. Where x (the reduced row) comes from:
+ *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
+ *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel),
+ *          plus residual, stored at x;
+ *   LL     every rank writes its rows (a->send, any pointer) into row `rank` of every rank's LL
+ *          area and reads its own (ll.cu); no barrier. The whole input of every rank fits one
+ *          generation; cols * size and gamma, residual and x sit on 16 bytes; without x a row
+ *          (kept in shared memory) is at most GC_KNORM_LL_SHARED_ROW bytes. */
+#define GC_KNORM_LL_SHARED_ROW 49152
+typedef enum { GC_KNORM_LOCAL = 0, GC_KNORM_READS = 1, GC_KNORM_LL = 2 } gc_knorm_mode_t;
 typedef struct gc_knorm {
   size_t rows, cols;
   const void *gamma;    /* cols values of the input dtype */
   float epsilon, weight_offset, scale_ub;
   const void *residual; /* rows x cols of the input dtype, or NULL */
-  void *x;              /* rows x cols: where x goes (reduce = 1), or NULL */
+  void *x;              /* rows x cols: where x goes (READS, LL), or NULL */
   void *out;            /* rows x cols of out_dtype (fp8) */
   float *scales;        /* rows */
   int out_dtype;
-  int reduce;
+  gc_knorm_mode_t mode;
 } gc_knorm_t;
 int gc_kernel_rmsnorm_fp8(const gc_kargs_t *a, const gc_knorm_t *norm, cudaStream_t stream);
 

@@ -1,10 +1,11 @@
 // rmsnorm.cu — all-reduce + RMSNorm + FP8 quantization, one block per row. The block reduces its
-// row over every rank's input in rank order (as the one-shot all-reduce does), rounds it to the
-// input dtype (x), and keeps x where it reads it back; then the row's mean square, then the
-// largest |y| and so the row's scale, then the quantized row. Every float step is rounded on its
-// own (no FMA contraction) and the block's sums and maxima go in a fixed order, so every rank
-// computes the same bits.
-#include "common.cuh"
+// row over every rank's input in rank order (read from peers after a barrier, as the one-shot
+// all-reduce does, or taken from its LL area as the LL all-reduce does), rounds it to the input
+// dtype (x), and keeps x where it reads it back; then the row's mean square, then the largest |y|
+// and so the row's scale, then the quantized row. Every float step is rounded on its own (no FMA
+// contraction) and the block's sums and maxima go in a fixed order, so every rank computes the
+// same bits.
+#include "ll.cuh"
 
 namespace gc {
 
@@ -28,20 +29,28 @@ __device__ __forceinline__ float normed(float x, float r, float g, float offset)
   return __fmul_rn(__fmul_rn(x, r), __fadd_rn(g, offset));
 }
 
-template <typename T, bool VEC>
-__device__ void norm_rows(const gc_kargs_t &a, const gc_knorm_t &m) {
+// The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
+// summed over the ranks in rank order, or false when a wait ran out; then false is returned.
+// x is kept at m.x, else in `row_x` (shared memory for one row), else read from a.in[0] (LOCAL).
+template <typename T, bool VEC, typename SumAt>
+__device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr) {
   constexpr int E = Pack<T, VEC>::E;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
   const size_t units = m.cols / E;  // VEC only when cols is a multiple of E
-  const T *xs = (const T *)(m.x ? m.x : a.in[0]);
   const T *gamma = (const T *)m.gamma;
   for (size_t row = blockIdx.x; row < m.rows; row += gridDim.x) {
     const size_t base = row * m.cols;
+    T *const keep = m.x ? (T *)m.x + base : row_x;  // where x goes, when it is not in a.in[0]
+    const T *const xs = keep ? keep : (const T *)a.in[0] + base;
     // 1. x = the row summed over the ranks (+ residual), rounded to T, and its sum of squares
     float ss = 0.0f;
+    bool failed = false;
     for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
       float acc[E];
-      reduce_at<T, float, OPK_SUM, VEC>(a, base + k * E, acc);
+      if (!sum_at(base + k * E, acc)) {
+        failed = true;
+        break;
+      }
       Pack<T, VEC> x;
       if (m.residual) {
         Pack<T, VEC> res;
@@ -55,8 +64,9 @@ __device__ void norm_rows(const gc_kargs_t &a, const gc_knorm_t &m) {
         const float xf = to_acc<float>(x.v[e]);
         ss = __fadd_rn(ss, __fmul_rn(xf, xf));
       }
-      if (m.x) x.store((T *)m.x + base + k * E);
+      if (keep) x.store(keep + k * E);
     }
+    if (__syncthreads_or(failed)) return false;
     ss = block_reduce(ss, [](float p, float q) { return __fadd_rn(p, q); });
     const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)m.cols), m.epsilon)));
 
@@ -64,7 +74,7 @@ __device__ void norm_rows(const gc_kargs_t &a, const gc_knorm_t &m) {
     float amax = 0.0f;
     for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
       Pack<T, VEC> x, g;
-      x.load(xs + base + k * E);
+      x.load(xs + k * E);
       g.load(gamma + k * E);
 #pragma unroll
       for (int e = 0; e < E; e++)
@@ -78,7 +88,7 @@ __device__ void norm_rows(const gc_kargs_t &a, const gc_knorm_t &m) {
     // 3. the quantized row
     for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
       Pack<T, VEC> x, g;
-      x.load(xs + base + k * E);
+      x.load(xs + k * E);
       g.load(gamma + k * E);
       unsigned char q[E];
 #pragma unroll
@@ -88,20 +98,59 @@ __device__ void norm_rows(const gc_kargs_t &a, const gc_knorm_t &m) {
       put_bytes((unsigned char *)m.out + base + k * E, q, E);
     }
   }
+  return true;
 }
 
+// LOCAL and READS (kernels.h).
 template <typename T, bool VEC>
 __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
-  if (!m.reduce) {  // x is in a.in[0] already: no peers, no barriers
-    norm_rows<T, VEC>(a, m);
+  auto sum_at = [&](size_t el, float(&acc)[E]) {
+    reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
+    return true;
+  };
+  if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
+    norm_rows<T, VEC>(a, m, sum_at);
     return;
   }
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
-  norm_rows<T, VEC>(a, m);
+  norm_rows<T, VEC>(a, m, sum_at);
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
+}
+
+// LL: the block that normalizes a row first writes this rank's copy of it into row `me` of every
+// rank's LL area (a generation holds n rows of the whole input), then takes the row's packs from
+// its own area as they arrive. Without barriers a peer may be in its next call already, so x is
+// kept at m.x or in shared memory, never in staging.
+template <typename T>
+__global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  constexpr int E = 16 / sizeof(T);
+  pdl_begin(a.pdl);
+  const int n = a.peers.nranks, me = a.peers.rank;
+  const LLCall c(a.peers);
+  const size_t row_bytes = m.cols * sizeof(T), bytes = m.rows * row_bytes, units = row_bytes / 16;
+  for (size_t r = blockIdx.x; r < m.rows; r += gridDim.x)
+    for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
+      const size_t u = r * units + k;
+      const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, u), sizeof(T));
+      for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * bytes + u * 16) = w;
+    }
+  unsigned char *mine = a.peers.ll[me] + c.gen;
+  extern __shared__ uint4 shared_row[];  // x of the block's row when m.x is NULL
+  Deadline d;
+  const bool ok = norm_rows<T, true>(
+      a, m,
+      [&](size_t el, float(&acc)[E]) {
+        uint4 v[GC_MAX_LOCAL_RANKS];
+        if (!ll_take(mine + el * sizeof(T), bytes, n, sizeof(T), v, d, a.peers)) return false;
+        reduce_packs<T, float, OPK_SUM>(v, n, GC_SUM, acc);
+        return true;
+      },
+      m.x ? nullptr : (T *)shared_row);
+  ll_finish(a.peers, c.call, !ok);
 }
 
 template <typename T>
@@ -110,10 +159,14 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   // Packs need rows on 16-byte boundaries in every array a pack is loaded from or stored to.
   bool vec = m->cols % E == 0 && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
              (!m->x || aligned16(m->x));
-  const int n = m->reduce ? a->peers.nranks : 1;
-  for (int p = 0; p < n; p++) vec &= aligned16(a->in[p]);
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
+  if (m->mode == GC_KNORM_LL) {
+    if (!vec || (!m->x && m->cols * sizeof(T) > GC_KNORM_LL_SHARED_ROW)) return cudaErrorInvalidValue;
+    cfg.dynamicSmemBytes = m->x ? 0 : m->cols * sizeof(T);
+    return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
+  }
+  for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
   if (vec) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, true>, *a, *m);
   return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, false>, *a, *m);
 }

@@ -647,8 +647,10 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
+/* recv_is_scratch: recv is the library's own device memory from cudaMallocAsync, which during graph
+ * capture is not yet memory that cudaPointerGetAttributes knows; it is not looked up. */
 static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
-                            void *stream, const gc_options_t *opts) {
+                            void *stream, const gc_options_t *opts, int recv_is_scratch) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
   if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
@@ -662,7 +664,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
   if (o.add && bad_overlap(o.add, count * es, recv, count * os, 0) && o.add != recv)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
-  ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
+  ptrs_t p = {{send, recv_is_scratch ? NULL : recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
   GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es,
@@ -673,7 +675,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
 
 gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, opts));
+  GC_ON_DEVICE(comm, allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, opts, 0));
 }
 
 gc_result_t gc_allreduce(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
@@ -901,10 +903,6 @@ gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t 
 
 /* ---- all-reduce + RMSNorm + FP8 ------------------------------------------------------------- */
 
-/* AUTO takes the fused kernel up to this input size (all ranks' rows read by every rank), and
- * past it the all-reduce the table picks followed by the normalizing kernel. */
-#define RMSNORM_FUSED_MAX_BYTES ((size_t)16 << 20)
-
 static gc_result_t check_rmsnorm(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows,
                                  size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m) {
   if (!m) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8: norm is NULL (use GC_RMSNORM_FP8_INIT)");
@@ -1005,6 +1003,34 @@ static gc__plan_t rmsnorm_plan(const gc_options_t *o, size_t rows, size_t cols, 
   return plan;
 }
 
+/* Why the LL kernel cannot take a call (NULL: it can). */
+static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, size_t es, const gc_rmsnorm_fp8_t *m) {
+  if (rows * cols * es > GC_LL_GEN_BYTES / (size_t)comm->local_size)
+    return "every rank's input must fit its row of an LL generation (8 MB over the GPU count)";
+  if (cols * es % 16) return "rows must be whole 16-byte packs (cols x element size a multiple of 16)";
+  if ((uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16 || (uintptr_t)m->residual_out % 16)
+    return "gamma, residual and residual_out must sit on 16-byte boundaries";
+  if (!m->residual_out && cols * es > GC_KNORM_LL_SHARED_ROW)
+    return "without residual_out a row must fit shared memory (48 KB)";
+  return NULL;
+}
+
+/* The barrier-free fused kernel: every rank writes its rows into every rank's LL area, where
+ * each reads them as they arrive (any pointers, no copy-in). */
+static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows, size_t cols,
+                              gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o, cudaStream_t stream) {
+  gc__plan_t plan = rmsnorm_plan(o, rows, cols, gc_dtype_size(dtype));
+  gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
+  a.send = send;
+  gc_knorm_t k = knorm(m, rows, cols);
+  k.mode = GC_KNORM_LL;
+  k.residual = m->residual;
+  k.x = m->residual_out;
+  k.out = out;
+  k.scales = scales;
+  return gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm (LL)");
+}
+
 /* The fused kernel: every rank reads every rank's rows (its gc_mem_alloc input in place, else a
  * chunk of whole rows copied into staging), x goes to residual_out or this rank's publish half of
  * staging. False in *fits when a row does not fit staging. */
@@ -1029,7 +1055,7 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
       GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + at, cn * row_bytes,
                                           cudaMemcpyDeviceToDevice, stream));
     gc_knorm_t k = knorm(m, cn, cols);
-    k.reduce = 1;
+    k.mode = GC_KNORM_READS;
     k.residual = m->residual ? (const char *)m->residual + at : NULL;
     k.x = m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
     k.out = (char *)out + c0 * cols;
@@ -1052,7 +1078,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
   if (!x) x = tmp;
   gc_options_t ao = *o;
   ao.add = m->residual;
-  gc_result_t rc = allreduce_ex_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao);
+  gc_result_t rc = allreduce_ex_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao, tmp && on_device);
   if (rc == GC_SUCCESS && on_device) {
     gc__plan_t plan = rmsnorm_plan(o, rows, cols, gc_dtype_size(dtype));
     gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
@@ -1097,19 +1123,30 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
   if (host && device)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
                                                   "or all on the host, not some of each");
-  const size_t bytes = rows * cols * gc_dtype_size(dtype);
-  gc_algo_t algo = o.algo != GC_ALGO_AUTO ? o.algo : comm->forced_algo;
-  int fused = device && comm->p2p_ready &&
-              (algo == GC_ALGO_ONESHOT || (algo == GC_ALGO_AUTO && bytes <= RMSNORM_FUSED_MAX_BYTES));
-  if (algo == GC_ALGO_ONESHOT && !fused && o.algo == GC_ALGO_ONESHOT)
-    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused one-shot needs device buffers and peer-to-peer GPUs");
-  if (fused) {
+  /* AUTO: a fused kernel, barrier-free (LL) where the all-reduce table takes LL at this size, else
+   * by reads; the all-reduce then the normalizing kernel without peer-to-peer GPUs. */
+  const size_t es = gc_dtype_size(dtype), bytes = rows * cols * es;
+  const int forced = o.algo != GC_ALGO_AUTO, p2p = device && comm->p2p_ready;
+  gc_algo_t algo = forced ? o.algo : comm->forced_algo;
+  if (p2p && algo == GC_ALGO_AUTO)
+    algo = gc__table_choice(comm, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL : GC_ALGO_ONESHOT;
+  const int fused = algo == GC_ALGO_ONESHOT || algo == GC_ALGO_ONESHOT_LL;
+  if (fused && !p2p && forced)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused kernels (%s) need device buffers and peer-to-peer GPUs",
+                   gc_algo_name(algo));
+  if (fused && p2p && algo == GC_ALGO_ONESHOT_LL) {
+    const char *why = rmsnorm_ll_refusal(comm, rows, cols, es, m);
+    if (!why) return rmsnorm_ll(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream);
+    if (forced) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "oneshot_ll: %s", why);
+    algo = GC_ALGO_ONESHOT;
+  }
+  if (fused && p2p && algo == GC_ALGO_ONESHOT) {
     int fits;
     GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream, &fits));
     if (fits) return GC_SUCCESS;
-    if (o.algo == GC_ALGO_ONESHOT)
+    if (forced)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a row of %zu bytes does not fit half the staging area (GC_STAGING_BYTES)",
-                     cols * gc_dtype_size(dtype));
+                     cols * es);
   }
   return rmsnorm_composed(comm, send, out, scales, rows, cols, dtype, m, &o, device > 0, (cudaStream_t)stream);
 }

@@ -243,19 +243,20 @@ static void test_shapes(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
-/* On GPUs, each way the library computes it: the fused kernel (plain and gc_mem_alloc inputs,
- * aligned and not), the two-shot all-reduce then the normalizing kernel, and the MPI path on
- * device buffers then that kernel. */
+/* On GPUs, each way the library computes it: the fused kernels, barrier-free (LL; x in shared
+ * memory or residual_out) and by reads (plain and gc_mem_alloc inputs, aligned and not), the
+ * two-shot all-reduce then the normalizing kernel, and the MPI path on device buffers then that
+ * kernel. */
 static void test_algorithms(void) {
   if (!gc_test_peer_gpus("rmsnorm algorithms", 1)) return;
-  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI};
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI};
   int bad = 0;
-  for (int a = 0; a < 3; a++)
+  for (int a = 0; a < 4; a++)
     for (int d = 0; d < 3; d++)
-      for (int v = 0; v < 4; v++) {
+      for (int v = 0; v < (a == 0 ? 2 : 4); v++) { /* LL: whole 16-byte packs (below: the refusal) */
         rn_case_t c = {in_types[d], v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, v < 2 ? 33 : 4, v < 2 ? 4096 : 12289,
                        v == 0 ? RES_IN_PLACE : v == 1 ? RES_NOT_KEPT : RES_SEPARATE, v == 3 ? 1.0f : 0.0f, v == 2,
-                       algos[a], v >= 2 && a != 2, (size_t)(v == 3 ? 3 : 0)};
+                       algos[a], v >= 2 && a != 3, (size_t)(v == 3 ? 3 : 0)};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -372,6 +373,13 @@ static void test_errors(void) {
   unsigned char host[32];
   gc_test_download(host, out, sizeof host);
   for (size_t b = 0; b < sizeof host; b++) CU_ASSERT_EQUAL(host[b], 0xff);
+  if (gc_test_peer_gpus("rmsnorm LL refusal", 1)) { /* LL takes whole 16-byte packs only */
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = GC_ALGO_ONESHOT_LL;
+    gc_result_t r = gc_allreduce_rmsnorm_fp8(send, out, sc, 2, 15, GC_BFLOAT16, &ok, gc_test_comm, NULL, &o);
+    CU_ASSERT_EQUAL(r, GC_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "16-byte packs"));
+  }
   if (gc_test_on_gpu) { /* a host gamma beside device buffers */
     unsigned char hg[32] = {0};
     gc_rmsnorm_fp8_t m = ok;
