@@ -439,6 +439,37 @@ static void need(lua_State *L, int idx, const lgc_buffer_t *b, size_t n, const c
                                   (lua_Integer)b->count, (lua_Integer)n));
 }
 
+/* The launch options of the table at `oi` that every gpucoll collective takes: algo, max_blocks,
+ * pdl, stream. */
+static void parse_launch_opts(lua_State *L, int oi, gc_options_t *o, void **stream) {
+  if (lua_getfield(L, oi, "algo") != LUA_TNIL) o->algo = algo_at(L, -1, oi, "algo");
+  lua_pop(L, 1);
+  if (lua_getfield(L, oi, "max_blocks") != LUA_TNIL) {
+    lua_Integer mb = opt_integer_at(L, -1, oi, "max_blocks");
+    luaL_argcheck(L, mb >= 0, oi, "max_blocks must be >= 0");
+    o->max_blocks = (int)mb;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, oi, "pdl") != LUA_TNIL) o->pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
+  lua_pop(L, 1);
+  if (lua_getfield(L, oi, "stream") != LUA_TNIL) *stream = stream_at(L, -1, oi);
+  lua_pop(L, 1);
+}
+
+/* Option `key` of the table at `oi`: a live gpucoll.buffer, or NULL when absent. The table keeps it
+ * referenced for the duration of the call. */
+static lgc_buffer_t *opt_buffer_at(lua_State *L, int oi, const char *key) {
+  lgc_buffer_t *b = NULL;
+  if (lua_getfield(L, oi, key) != LUA_TNIL) {
+    b = lgc_testbuffer(L, -1);
+    if (b == NULL)
+      luaL_argerror(L, oi, lua_pushfstring(L, "option '%s' must be a gpucoll.buffer", key));
+    lgc_checkbuffer(L, -1);
+  }
+  lua_pop(L, 1);
+  return b;
+}
+
 /* Reads the options table at `oi` (may be absent) into call; nccl = only what NCCL takes.
  * out_dtype is GC_DTYPE_SAME and add NULL where the option is absent. */
 static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, int *has_count,
@@ -457,21 +488,10 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
     call->op = op_at(L, -1, oi, "op");
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "algo") != LUA_TNIL) call->o.algo = algo_at(L, -1, oi, "algo");
-  lua_pop(L, 1);
-  if (lua_getfield(L, oi, "max_blocks") != LUA_TNIL) {
-    lua_Integer mb = opt_integer_at(L, -1, oi, "max_blocks");
-    luaL_argcheck(L, mb >= 0, oi, "max_blocks must be >= 0");
-    call->o.max_blocks = (int)mb;
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, oi, "pdl") != LUA_TNIL) call->o.pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
-  lua_pop(L, 1);
+  parse_launch_opts(L, oi, &call->o, &call->stream);
   if (lua_getfield(L, oi, "scale") != LUA_TNIL) call->o.scale = opt_number_at(L, -1, oi, "scale");
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) *out_dtype = dtype_at(L, -1, oi, "out_dtype");
-  lua_pop(L, 1);
-  if (lua_getfield(L, oi, "stream") != LUA_TNIL) call->stream = stream_at(L, -1, oi);
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "count") != LUA_TNIL) {
     lua_Integer n = opt_integer_at(L, -1, oi, "count");
@@ -480,13 +500,7 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
     *has_count = 1;
   }
   lua_pop(L, 1);
-  /* The add buffer stays referenced by the options table for the duration of the call. */
-  if (lua_getfield(L, oi, "add") != LUA_TNIL) {
-    *add = lgc_testbuffer(L, -1);
-    if (*add == NULL) luaL_argerror(L, oi, "option 'add' must be a gpucoll.buffer");
-    lgc_checkbuffer(L, -1);
-  }
-  lua_pop(L, 1);
+  *add = opt_buffer_at(L, oi, "add");
 }
 
 /* Arguments: (self, send, recv, [root | rows, cols, axis], opts). */
@@ -619,6 +633,79 @@ static int m_reducescatter(lua_State *L) { return collective(L, C_REDUCESCATTER)
 static int m_reducescatter_2d(lua_State *L) { return collective(L, C_RS2D); }
 static int m_allgather(lua_State *L) { return collective(L, C_ALLGATHER); }
 static int m_broadcast(lua_State *L) { return collective(L, C_BROADCAST); }
+
+/* comm:allreduce_rmsnorm_fp8(send, out, scales, gamma, rows, cols [, opts]) — the fused all-reduce +
+ * RMSNorm + FP8 quantization of a rows x cols matrix (gpucoll.h gives the formulas). send holds the
+ * input (float32, float16 or bfloat16), out receives the quantized rows in its own dtype (fp8),
+ * scales (float32) one scale per row, gamma the cols weights in send's dtype. opts: epsilon
+ * weight_offset scale_ub residual residual_out out_dtype algo max_blocks pdl stream; residual and
+ * residual_out are buffers of send's dtype (residual_out may be residual itself). */
+static int m_allreduce_rmsnorm_fp8(lua_State *L) {
+  static const char *const keys[] = {"epsilon", "weight_offset", "scale_ub", "residual",
+                                     "residual_out", "out_dtype", "algo", "max_blocks", "pdl",
+                                     "stream", NULL};
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  lgc_buffer_t *send = lgc_checkbuffer(L, 2), *out = lgc_checkbuffer(L, 3);
+  lgc_buffer_t *scales = lgc_checkbuffer(L, 4);
+  if (lua_isnoneornil(L, 5))
+    luaL_argerror(L, 5, "gamma is required (a gpucoll.buffer of cols weights)");
+  lgc_buffer_t *gamma = lgc_checkbuffer(L, 5);
+  lua_Integer rows = luaL_checkinteger(L, 6), cols = luaL_checkinteger(L, 7);
+  luaL_argcheck(L, rows >= 0, 6, "rows must be >= 0");
+  luaL_argcheck(L, cols >= 0, 7, "cols must be >= 0");
+  luaL_argcheck(L, cols == 0 || rows <= LUA_MAXINTEGER / cols, 6, "rows x cols is too large");
+  const int oi = 8;
+  gc_rmsnorm_fp8_t norm = GC_RMSNORM_FP8_INIT;
+  gc_options_t o = GC_OPTIONS_INIT;
+  void *stream = c->stream;
+  lgc_buffer_t *residual = NULL, *residual_out = NULL;
+  norm.out_dtype = out->dtype; /* the library refuses what is no fp8 type */
+  if (!lua_isnoneornil(L, oi)) {
+    luaL_checktype(L, oi, LUA_TTABLE);
+    check_keys(L, oi, keys);
+    if (lua_getfield(L, oi, "epsilon") != LUA_TNIL)
+      norm.epsilon = (float)opt_number_at(L, -1, oi, "epsilon");
+    lua_pop(L, 1);
+    if (lua_getfield(L, oi, "weight_offset") != LUA_TNIL)
+      norm.weight_offset = (float)opt_number_at(L, -1, oi, "weight_offset");
+    lua_pop(L, 1);
+    if (lua_getfield(L, oi, "scale_ub") != LUA_TNIL)
+      norm.scale_ub = (float)opt_number_at(L, -1, oi, "scale_ub");
+    lua_pop(L, 1);
+    if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) {
+      gc_dtype_t od = dtype_at(L, -1, oi, "out_dtype");
+      if (od != out->dtype)
+        luaL_argerror(L, oi, lua_pushfstring(L, "out_dtype %s does not match out's dtype %s",
+                                             gc_dtype_name(od), gc_dtype_name(out->dtype)));
+    }
+    lua_pop(L, 1);
+    residual = opt_buffer_at(L, oi, "residual");
+    residual_out = opt_buffer_at(L, oi, "residual_out");
+    parse_launch_opts(L, oi, &o, &stream);
+  }
+  const size_t count = (size_t)rows * (size_t)cols;
+  const gc_dtype_t dtype = send->dtype;
+  need(L, 2, send, count, "send");
+  need(L, 3, out, count, "out");
+  need(L, 4, scales, (size_t)rows, "scales");
+  need(L, 5, gamma, (size_t)cols, "gamma");
+  if (scales->dtype != GC_FLOAT32) luaL_argerror(L, 4, "scales must be a float32 buffer");
+  if (gamma->dtype != dtype) luaL_argerror(L, 5, "gamma must have send's dtype");
+  const struct { lgc_buffer_t *b; const char *name; } extra[] = {{residual, "residual"},
+                                                                 {residual_out, "residual_out"}};
+  for (int i = 0; i < 2; i++) {
+    if (!extra[i].b) continue;
+    if (extra[i].b->dtype != dtype)
+      luaL_argerror(L, oi, lua_pushfstring(L, "the %s buffer must have send's dtype", extra[i].name));
+    need(L, oi, extra[i].b, count, extra[i].name);
+  }
+  norm.gamma = lgc_ptr(gamma);
+  norm.residual = residual ? lgc_ptr(residual) : NULL;
+  norm.residual_out = residual_out ? lgc_ptr(residual_out) : NULL;
+  return lgc_ok(L, c, gc_allreduce_rmsnorm_fp8(lgc_ptr(send), lgc_ptr(out), lgc_ptr(scales),
+                                               (size_t)rows, (size_t)cols, dtype, &norm, c->comm,
+                                               stream, &o));
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Timing: gc_time calls back into Lua; fn(stream) enqueues the operation to time.
@@ -807,6 +894,7 @@ static const luaL_Reg comm_methods[] = {
     {"buffer", lgc_comm_buffer},
     {"symmetric", lgc_comm_symmetric},
     {"allreduce", m_allreduce},
+    {"allreduce_rmsnorm_fp8", m_allreduce_rmsnorm_fp8},
     {"reducescatter", m_reducescatter},
     {"reducescatter_2d", m_reducescatter_2d},
     {"allgather", m_allgather},

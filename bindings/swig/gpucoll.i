@@ -113,7 +113,8 @@ static MPI_Fint gcswig_world(void) {
 %ignore gc_timed_fn;
 
 /* ---------------------------------------------------------------------------------------------
- * Config and options: constructors start from the header's initializers, not from zeros.
+ * Config, options and the RMSNorm settings: constructors start from the header's initializers,
+ * not from zeros (a zero version is refused).
  * ------------------------------------------------------------------------------------------- */
 %extend gc_config {
   gc_config() {
@@ -136,6 +137,17 @@ static MPI_Fint gcswig_world(void) {
     return o;
   }
   ~gc_options() { free($self); }
+}
+%extend gc_rmsnorm_fp8 {
+  gc_rmsnorm_fp8() {
+    gc_rmsnorm_fp8_t *m = (gc_rmsnorm_fp8_t *)malloc(sizeof *m);
+    if (m) {
+      gc_rmsnorm_fp8_t init = GC_RMSNORM_FP8_INIT;
+      *m = init;
+    }
+    return m;
+  }
+  ~gc_rmsnorm_fp8() { free($self); }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -465,6 +477,10 @@ static gc_result_t gcswig_comm_destroy(gc_comm_t handle) {
   return rc;
 }
 %}
+
+/* gc_allreduce_rmsnorm_fp8's scales (float *) is an output array like any buffer: an integer
+ * address, as void * is in each language above. */
+%apply void * { float *scales };
 
 /* The contract itself (GC_API expands to nothing under SWIG, which defines no __GNUC__). */
 %include "gpucoll.h"

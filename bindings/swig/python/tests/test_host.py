@@ -142,6 +142,52 @@ def test_broadcast(comm, root_last):
     np.testing.assert_array_equal(out, contribution(root, 100, np.float64))
 
 
+def test_allreduce_rmsnorm_fp8_through_the_swig_module(comm):
+    """The fused all-reduce + RMSNorm + FP8 as the SWIG module wraps it: gc_rmsnorm_fp8_t starts
+    from GC_RMSNORM_FP8_INIT, pointers (scales too) are integer addresses; the result against a
+    float64 reference of gpucoll.h's formulas."""
+    s = gpucoll.gpucoll_swig
+    rows, cols = 3, 37
+    i = np.arange(rows * cols)
+
+    def part(r):  # multiples of 1/8: exact in float32, and so are their sums
+        return ((i * 7 + r * 3) % 17 - 8) / 8
+
+    send = part(comm.rank).astype(np.float32)
+    gamma = (0.5 + (np.arange(cols) % 9) / 8).astype(np.float32)
+    residual = ((i % 5 - 2) / 4).astype(np.float32)
+    residual_out = np.full(rows * cols, np.nan, np.float32)
+    out = np.zeros(rows * cols, np.uint8)  # fp8_e4m3 codes
+    scales = np.zeros(rows, np.float32)
+
+    norm = s.gc_rmsnorm_fp8_t()
+    assert norm.version == s.GC_RMSNORM_FP8_VERSION and norm.out_dtype == s.GC_FP8_E4M3
+    assert norm.epsilon == pytest.approx(1e-6, rel=1e-6) and norm.scale_ub == 0.0 and norm.residual == 0
+    norm.gamma = gamma.ctypes.data
+    norm.residual = residual.ctypes.data
+    norm.residual_out = residual_out.ctypes.data
+    norm.epsilon = 0.25  # large enough that dropping it would move every scale
+    norm.weight_offset = 1.0
+    s.gc_allreduce_rmsnorm_fp8(send.ctypes.data, out.ctypes.data, scales.ctypes.data, rows, cols,
+                               s.GC_FLOAT32, norm, comm._h, None, None)
+
+    x = (sum(part(r) for r in range(comm.size)) + (i % 5 - 2) / 4).reshape(rows, cols)
+    y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 0.25) * (gamma.astype(np.float64) + 1.0)
+    scale_ref = np.maximum(np.abs(y).max(axis=1) / 448, 1 / (448 * 512))
+    np.testing.assert_allclose(scales, scale_ref, rtol=1e-5)
+    np.testing.assert_array_equal(residual_out.reshape(rows, cols), x)
+    q = np.array([s.gc_element_get(out.ctypes.data, k, s.GC_FP8_E4M3) for k in range(rows * cols)])
+    got = q.reshape(rows, cols) * scales[:, None].astype(np.float64)
+    tol = 2.0 ** -4 * np.abs(y) + 2 * scale_ref[:, None] * 2.0 ** -9  # half an e4m3 step
+    assert (np.abs(got - y) <= tol).all(), np.abs(got - y).max()
+
+    norm.out_dtype = s.GC_BFLOAT16  # the library's own message comes back
+    with pytest.raises(gpucoll.InvalidArgument, match="out_dtype must be fp8_e4m3 or fp8_e5m2") as info:
+        s.gc_allreduce_rmsnorm_fp8(send.ctypes.data, out.ctypes.data, scales.ctypes.data, rows, cols,
+                                   s.GC_FLOAT32, norm, comm._h, None, None)
+    assert info.value.function == "gc_allreduce_rmsnorm_fp8"
+
+
 def test_dlpack_and_array_interface_objects(comm):
     class OnlyDLPack:
         def __init__(self, a):
