@@ -146,7 +146,7 @@ int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t strea
 int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
 /* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
- * formulas), one block per row at a time, at most a->blocks blocks of a->threads threads; dtype
+ * formulas), one row at a time per `parts` blocks, at most a->blocks blocks of a->threads threads; dtype
  * float32, float16, bfloat16. Where x (the reduced row) comes from:
  *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
  *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel),
@@ -167,6 +167,8 @@ typedef struct gc_knorm {
   float *scales;        /* rows */
   int out_dtype;
   gc_knorm_mode_t mode;
+  int parts;            /* blocks per row, a thread-block cluster (compute capability 9.0+) when
+                           more than 1; a->blocks is a multiple of it */
 } gc_knorm_t;
 int gc_kernel_rmsnorm_fp8(const gc_kargs_t *a, const gc_knorm_t *norm, cudaStream_t stream);
 

@@ -5,6 +5,8 @@
 // and so the row's scale, then the quantized row. Every float step is rounded on its own (no FMA
 // contraction) and the block's sums and maxima go in a fixed order, so every rank computes the
 // same bits.
+#include <cooperative_groups.h>
+
 #include "ll.cuh"
 
 namespace gc {
@@ -24,6 +26,24 @@ __device__ __forceinline__ float block_reduce(float v, F f) {
   return v;
 }
 
+// The same over the `parts` blocks of a row's cluster, in block order (each block's share of the
+// row combined by block_reduce first). Every thread gets the result.
+template <typename F>
+__device__ __forceinline__ float cluster_reduce(float v, int parts, F f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (parts > 1) {
+    __shared__ float mine;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    if (threadIdx.x == 0) mine = v;
+    cluster.sync();
+    v = *cluster.map_shared_rank(&mine, 0);
+    for (int c = 1; c < parts; c++) v = f(v, *cluster.map_shared_rank(&mine, c));
+    cluster.sync();  // no block writes `mine` again while another reads it
+  }
+#endif
+  return v;
+}
+
 // y of element e of a pack: x * r * (gamma + weight_offset), each step rounded.
 __device__ __forceinline__ float normed(float x, float r, float g, float offset) {
   return __fmul_rn(__fmul_rn(x, r), __fadd_rn(g, offset));
@@ -31,21 +51,31 @@ __device__ __forceinline__ float normed(float x, float r, float g, float offset)
 
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
 // summed over the ranks in rank order, or false when a wait ran out; then false is returned.
-// x is kept at m.x, else in `row_x` (shared memory for one row), else read from a.in[0] (LOCAL).
+// x is kept at m.x, else in `row_x` (shared memory for the block's share of a row), else read
+// from a.in[0] (LOCAL).
 template <typename T, bool VEC, typename SumAt>
 __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr) {
   constexpr int E = Pack<T, VEC>::E;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
-  const size_t units = m.cols / E;  // VEC only when cols is a multiple of E
+  // This block's share of every row it takes: packs [k0, k1) of the row's units (VEC only when
+  // cols is a multiple of E), one of m.parts blocks of a cluster.
+  const int parts = m.parts, part = (int)blockIdx.x % parts;
+  size_t k0, kn;
+  slice_of(m.cols / E, parts, part, &k0, &kn);
+  const size_t k1 = k0 + kn;
   const T *gamma = (const T *)m.gamma;
-  for (size_t row = blockIdx.x; row < m.rows; row += gridDim.x) {
+  auto sum = [](float p, float q) { return __fadd_rn(p, q); };
+  auto most = [](float p, float q) { return fmaxf(p, q); };
+  for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
     const size_t base = row * m.cols;
-    T *const keep = m.x ? (T *)m.x + base : row_x;  // where x goes, when it is not in a.in[0]
+    // where x goes, when it is not in a.in[0]; row_x holds this block's share only, from pack k0
+    T *const keep = m.x ? (T *)m.x + base : row_x;
+    const size_t from = !m.x && row_x ? k0 : 0;
     const T *const xs = keep ? keep : (const T *)a.in[0] + base;
     // 1. x = the row summed over the ranks (+ residual), rounded to T, and its sum of squares
     float ss = 0.0f;
     bool failed = false;
-    for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
+    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
       float acc[E];
       if (!sum_at(base + k * E, acc)) {
         failed = true;
@@ -64,31 +94,31 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
         const float xf = to_acc<float>(x.v[e]);
         ss = __fadd_rn(ss, __fmul_rn(xf, xf));
       }
-      if (keep) x.store(keep + k * E);
+      if (keep) x.store(keep + (k - from) * E);
     }
     if (__syncthreads_or(failed)) return false;
-    ss = block_reduce(ss, [](float p, float q) { return __fadd_rn(p, q); });
+    ss = cluster_reduce(block_reduce(ss, sum), parts, sum);
     const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)m.cols), m.epsilon)));
 
     // 2. the row's largest |y| and its scale (the same thread reads back what it stored)
     float amax = 0.0f;
-    for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
+    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
       Pack<T, VEC> x, g;
-      x.load(xs + k * E);
+      x.load(xs + (k - from) * E);
       g.load(gamma + k * E);
 #pragma unroll
       for (int e = 0; e < E; e++)
         amax = fmaxf(amax, fabsf(normed(to_acc<float>(x.v[e]), r, to_acc<float>(g.v[e]), m.weight_offset)));
     }
-    amax = block_reduce(amax, [](float p, float q) { return fmaxf(p, q); });
+    amax = cluster_reduce(block_reduce(amax, most), parts, most);
     float scale = fmaxf(__fdiv_rn(amax, fp8_max), __fdiv_rn(1.0f, fp8_max * 512.0f));
     if (m.scale_ub > 0.0f) scale = fminf(scale, m.scale_ub);
-    if (threadIdx.x == 0) m.scales[row] = scale;
+    if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
 
     // 3. the quantized row
-    for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
+    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
       Pack<T, VEC> x, g;
-      x.load(xs + k * E);
+      x.load(xs + (k - from) * E);
       g.load(gamma + k * E);
       unsigned char q[E];
 #pragma unroll
@@ -132,8 +162,10 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   const int n = a.peers.nranks, me = a.peers.rank;
   const LLCall c(a.peers);
   const size_t row_bytes = m.cols * sizeof(T), bytes = m.rows * row_bytes, units = row_bytes / 16;
-  for (size_t r = blockIdx.x; r < m.rows; r += gridDim.x)
-    for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
+  size_t k0, kn;  // the packs of each row that this block writes and later reads (norm_rows' split)
+  slice_of(units, m.parts, (int)blockIdx.x % m.parts, &k0, &kn);
+  for (size_t r = blockIdx.x / m.parts; r < m.rows; r += gridDim.x / m.parts)
+    for (size_t k = k0 + threadIdx.x; k < k0 + kn; k += blockDim.x) {
       const size_t u = r * units + k;
       const uint4 w = ll_canonical(load_unit((const char *)a.send, bytes, u), sizeof(T));
       for (int i = 1; i <= n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + me * bytes + u * 16) = w;
@@ -159,11 +191,18 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   // Packs need rows on 16-byte boundaries in every array a pack is loaded from or stored to.
   bool vec = m->cols % E == 0 && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
              (!m->x || aligned16(m->x));
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
+  if (m->parts < 1 || a->blocks % m->parts) return cudaErrorInvalidValue;
+  if (m->parts > 1) {
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = (unsigned)m->parts;
+    attr[1].val.clusterDim.y = attr[1].val.clusterDim.z = 1;
+    cfg.numAttrs = 2;
+  }
   if (m->mode == GC_KNORM_LL) {
     if (!vec || (!m->x && m->cols * sizeof(T) > GC_KNORM_LL_SHARED_ROW)) return cudaErrorInvalidValue;
-    cfg.dynamicSmemBytes = m->x ? 0 : m->cols * sizeof(T);
+    cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);

@@ -93,11 +93,9 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "config names device %d but only %d are visible", dev, count);
   GC_CUDA_CHECK(NULL, cudaSetDevice(dev));
   GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&comm->sm_count, cudaDevAttrMultiProcessorCount, dev));
-  if (comm->pdl < 0) { /* GC_PDL=auto: programmatic dependent launch needs compute capability 9.0 */
-    int major = 0;
-    GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    comm->pdl = major >= 9;
-  }
+  GC_CUDA_CHECK(NULL, cudaDeviceGetAttribute(&comm->cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+  /* GC_PDL=auto: programmatic dependent launch needs compute capability 9.0 */
+  if (comm->pdl < 0) comm->pdl = comm->cc_major >= 9;
   GC_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking));
   comm->device = dev;
   GC_CHECK(gc__ce_init(comm));

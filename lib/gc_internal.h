@@ -194,6 +194,7 @@ struct gc_comm {
   int ce_allreduce;       /* from GC_CE_ALLREDUCE: a GC_CE_AR_* value */
   int ce_chunks;          /* from GC_CE_CHUNKS: 1-8 */
   int staged_blocks;      /* from GC_STAGED_BLOCKS: 1-128 */
+  int cc_major;           /* compute capability of the GPU (9: clusters, PDL); 0 on host-only ranks */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
