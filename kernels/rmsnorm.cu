@@ -36,8 +36,14 @@ __device__ __forceinline__ float cluster_reduce(float v, int parts, F f) {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     if (threadIdx.x == 0) mine = v;
     cluster.sync();
-    v = *cluster.map_shared_rank(&mine, 0);
-    for (int c = 1; c < parts; c++) v = f(v, *cluster.map_shared_rank(&mine, c));
+    float got[8];  // every block's value loaded before the first is used (one latency, not 8)
+#pragma unroll
+    for (int c = 0; c < 8; c++)
+      if (c < parts) got[c] = *cluster.map_shared_rank(&mine, c);
+    v = got[0];
+#pragma unroll
+    for (int c = 1; c < 8; c++)
+      if (c < parts) v = f(v, got[c]);
     cluster.sync();  // no block writes `mine` again while another reads it
   }
 #endif
@@ -72,10 +78,18 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     T *const keep = m.x ? (T *)m.x + base : row_x;
     const size_t from = !m.x && row_x ? k0 : 0;
     const T *const xs = keep ? keep : (const T *)a.in[0] + base;
+    // This thread's first pack (often its only one) keeps gamma, residual and x in registers:
+    // gamma and residual are loaded before pass 1 waits for the ranks, so their latency hides.
+    const size_t kf = k0 + threadIdx.x;
+    Pack<T, VEC> g_first, res_first, x_first;
+    if (kf < k1) {
+      g_first.load(gamma + kf * E);
+      if (m.residual) res_first.load((const T *)m.residual + base + kf * E);
+    }
     // 1. x = the row summed over the ranks (+ residual), rounded to T, and its sum of squares
     float ss = 0.0f;
     bool failed = false;
-    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+    for (size_t k = kf; k < k1; k += blockDim.x) {
       float acc[E];
       if (!sum_at(base + k * E, acc)) {
         failed = true;
@@ -83,8 +97,8 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       }
       Pack<T, VEC> x;
       if (m.residual) {
-        Pack<T, VEC> res;
-        res.load((const T *)m.residual + base + k * E);
+        Pack<T, VEC> res = res_first;
+        if (k != kf) res.load((const T *)m.residual + base + k * E);
 #pragma unroll
         for (int e = 0; e < E; e++) acc[e] = __fadd_rn(acc[e], to_acc<float>(res.v[e]));
       }
@@ -95,6 +109,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
         ss = __fadd_rn(ss, __fmul_rn(xf, xf));
       }
       if (keep) x.store(keep + (k - from) * E);
+      if (k == kf) x_first = x;
     }
     if (__syncthreads_or(failed)) return false;
     ss = cluster_reduce(block_reduce(ss, sum), parts, sum);
@@ -102,10 +117,12 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
 
     // 2. the row's largest |y| and its scale (the same thread reads back what it stored)
     float amax = 0.0f;
-    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
-      Pack<T, VEC> x, g;
-      x.load(xs + (k - from) * E);
-      g.load(gamma + k * E);
+    for (size_t k = kf; k < k1; k += blockDim.x) {
+      Pack<T, VEC> x = x_first, g = g_first;
+      if (k != kf) {
+        x.load(xs + (k - from) * E);
+        g.load(gamma + k * E);
+      }
 #pragma unroll
       for (int e = 0; e < E; e++)
         amax = fmaxf(amax, fabsf(normed(to_acc<float>(x.v[e]), r, to_acc<float>(g.v[e]), m.weight_offset)));
@@ -116,10 +133,12 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
 
     // 3. the quantized row
-    for (size_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
-      Pack<T, VEC> x, g;
-      x.load(xs + (k - from) * E);
-      g.load(gamma + k * E);
+    for (size_t k = kf; k < k1; k += blockDim.x) {
+      Pack<T, VEC> x = x_first, g = g_first;
+      if (k != kf) {
+        x.load(xs + (k - from) * E);
+        g.load(gamma + k * E);
+      }
       unsigned char q[E];
 #pragma unroll
       for (int e = 0; e < E; e++)

@@ -991,17 +991,19 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
 }
 
 /* A row per `parts` blocks at a time, up to the signal rows (or max_blocks), a thread per 16 bytes
- * of a block's share. Few rows are split over a cluster of up to 8 blocks (compute capability
- * 9.0+), about 2 KB each: one block for a row of 8192 bf16 took 9.3 us on 2 x H200 where NCCL's
- * all-reduce alone took 6.7 (run 160). */
+ * of a block's share. While the rows leave blocks to spare, a row is split over a cluster of up
+ * to 8 blocks (compute capability 9.0+), about 2 KB each: one block for a row of 8192 bf16 took
+ * 9.3 us on 2 x H200 where NCCL's all-reduce alone took 6.7 (run 160). */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
                                gc_knorm_t *k) {
   gc__plan_t plan;
   memset(&plan, 0, sizeof plan);
   const size_t units = (cols * es + 15) / 16;
   size_t parts = 1;
-  if (comm->cc_major >= 9 && rows < 64) parts = (units + 127) / 128;
+  if (comm->cc_major >= 9) parts = (units + 127) / 128;
+  if (parts > GC_KMAX_BLOCKS / rows) parts = GC_KMAX_BLOCKS / rows;
   if (parts > 8) parts = 8;
+  if (parts < 1) parts = 1;
   size_t groups = rows < GC_KMAX_BLOCKS / parts ? rows : GC_KMAX_BLOCKS / parts;
   if (o->max_blocks && groups * parts > (size_t)o->max_blocks)
     groups = (size_t)o->max_blocks > parts ? (size_t)o->max_blocks / parts : 1;
