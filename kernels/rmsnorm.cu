@@ -1,58 +1,59 @@
-// rmsnorm.cu — all-reduce + RMSNorm + FP8 quantization, one block per row. The block reduces its
-// row over every rank's input in rank order (read from peers after a barrier, as the one-shot
-// all-reduce does, or taken from its LL area as the LL all-reduce does), rounds it to the input
-// dtype (x), and keeps x where it reads it back; then the row's mean square, then the largest |y|
-// and so the row's scale, then the quantized row. Every float step is rounded on its own (no FMA
-// contraction) and the block's sums and maxima go in a fixed order, so every rank computes the
-// same bits.
+// rmsnorm.cu — all-reduce + RMSNorm + FP8 quantization, a row per block (or per cluster of
+// blocks) at a time. Pass 1 reduces the row over every rank's input in rank order (read from peers
+// after a barrier, as the one-shot all-reduce does, or taken from the LL area as the LL all-reduce
+// does), rounds it to the input dtype (x), keeps x where it reads it back, and sums x^2 and finds
+// the largest |x * w| (w = gamma + weight_offset) in one go: both are combined at once, which
+// gives r and the row's scale (r * that maximum / FP8_MAX). Pass 2 writes the quantized row. Every
+// float step is rounded on its own (no FMA contraction) and sums and maxima go in a fixed order,
+// so every rank computes the same bits.
 #include <cooperative_groups.h>
 
 #include "ll.cuh"
 
 namespace gc {
 
+// A row's sum of squares and largest |x * (gamma + weight_offset)|, combined in a fixed order.
+struct SumMax {
+  float sum, most;
+};
+__device__ __forceinline__ SumMax combine(SumMax p, SumMax q) { return {__fadd_rn(p.sum, q.sum), fmaxf(p.most, q.most)}; }
+
 // The whole block's combination of v, in the same order on every rank (lanes by butterfly,
 // then the warps' results in warp order); every thread gets the result.
-template <typename F>
-__device__ __forceinline__ float block_reduce(float v, F f) {
-  __shared__ float part[GC_KTHREADS / 32];
-  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+__device__ __forceinline__ SumMax block_reduce(SumMax v) {
+  __shared__ SumMax part[GC_KTHREADS / 32];
+  for (int o = 16; o > 0; o >>= 1)
+    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.sum, o), __shfl_xor_sync(0xffffffffu, v.most, o)});
   const int warps = (int)(blockDim.x + 31) / 32;
   if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
   __syncthreads();
   v = part[0];
-  for (int w = 1; w < warps; w++) v = f(v, part[w]);
-  __syncthreads();  // part is free for the next call
+  for (int w = 1; w < warps; w++) v = combine(v, part[w]);
+  __syncthreads();  // part is free for the next row
   return v;
 }
 
 // The same over the `parts` blocks of a row's cluster, in block order (each block's share of the
 // row combined by block_reduce first). Every thread gets the result.
-template <typename F>
-__device__ __forceinline__ float cluster_reduce(float v, int parts, F f) {
+__device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (parts > 1) {
-    __shared__ float mine;
+    __shared__ SumMax mine;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     if (threadIdx.x == 0) mine = v;
     cluster.sync();
-    float got[8];  // every block's value loaded before the first is used (one latency, not 8)
+    SumMax got[8];  // every block's value loaded before the first is used (one latency, not 8)
 #pragma unroll
     for (int c = 0; c < 8; c++)
       if (c < parts) got[c] = *cluster.map_shared_rank(&mine, c);
     v = got[0];
 #pragma unroll
     for (int c = 1; c < 8; c++)
-      if (c < parts) v = f(v, got[c]);
+      if (c < parts) v = combine(v, got[c]);
     cluster.sync();  // no block writes `mine` again while another reads it
   }
 #endif
   return v;
-}
-
-// y of element e of a pack: x * r * (gamma + weight_offset), each step rounded.
-__device__ __forceinline__ float normed(float x, float r, float g, float offset) {
-  return __fmul_rn(__fmul_rn(x, r), __fadd_rn(g, offset));
 }
 
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
@@ -70,8 +71,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   slice_of(m.cols / E, parts, part, &k0, &kn);
   const size_t k1 = k0 + kn;
   const T *gamma = (const T *)m.gamma;
-  auto sum = [](float p, float q) { return __fadd_rn(p, q); };
-  auto most = [](float p, float q) { return fmaxf(p, q); };
+  auto weight = [&](const Pack<T, VEC> &g, int e) { return __fadd_rn(to_acc<float>(g.v[e]), m.weight_offset); };
   for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
     const size_t base = row * m.cols;
     // where x goes, when it is not in a.in[0]; row_x holds this block's share only, from pack k0
@@ -86,8 +86,9 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       g_first.load(gamma + kf * E);
       if (m.residual) res_first.load((const T *)m.residual + base + kf * E);
     }
-    // 1. x = the row summed over the ranks (+ residual), rounded to T, and its sum of squares
-    float ss = 0.0f;
+    // 1. x = the row summed over the ranks (+ residual), rounded to T; the row's sum of squares
+    // and largest |x * w| (w = gamma + weight_offset), combined over the block and cluster at once
+    SumMax acc_row = {0.0f, 0.0f};
     bool failed = false;
     for (size_t k = kf; k < k1; k += blockDim.x) {
       float acc[E];
@@ -95,7 +96,8 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
         failed = true;
         break;
       }
-      Pack<T, VEC> x;
+      Pack<T, VEC> x, g = g_first;
+      if (k != kf) g.load(gamma + k * E);
       if (m.residual) {
         Pack<T, VEC> res = res_first;
         if (k != kf) res.load((const T *)m.residual + base + k * E);
@@ -106,33 +108,20 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       for (int e = 0; e < E; e++) {
         x.v[e] = from_acc<T>(acc[e]);
         const float xf = to_acc<float>(x.v[e]);
-        ss = __fadd_rn(ss, __fmul_rn(xf, xf));
+        acc_row.sum = __fadd_rn(acc_row.sum, __fmul_rn(xf, xf));
+        acc_row.most = fmaxf(acc_row.most, fabsf(__fmul_rn(xf, weight(g, e))));
       }
       if (keep) x.store(keep + (k - from) * E);
       if (k == kf) x_first = x;
     }
     if (__syncthreads_or(failed)) return false;
-    ss = cluster_reduce(block_reduce(ss, sum), parts, sum);
-    const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)m.cols), m.epsilon)));
-
-    // 2. the row's largest |y| and its scale (the same thread reads back what it stored)
-    float amax = 0.0f;
-    for (size_t k = kf; k < k1; k += blockDim.x) {
-      Pack<T, VEC> x = x_first, g = g_first;
-      if (k != kf) {
-        x.load(xs + (k - from) * E);
-        g.load(gamma + k * E);
-      }
-#pragma unroll
-      for (int e = 0; e < E; e++)
-        amax = fmaxf(amax, fabsf(normed(to_acc<float>(x.v[e]), r, to_acc<float>(g.v[e]), m.weight_offset)));
-    }
-    amax = cluster_reduce(block_reduce(amax, most), parts, most);
-    float scale = fmaxf(__fdiv_rn(amax, fp8_max), __fdiv_rn(1.0f, fp8_max * 512.0f));
+    acc_row = cluster_reduce(block_reduce(acc_row), parts);
+    const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(acc_row.sum, (float)m.cols), m.epsilon)));
+    float scale = fmaxf(__fdiv_rn(__fmul_rn(r, acc_row.most), fp8_max), __fdiv_rn(1.0f, fp8_max * 512.0f));
     if (m.scale_ub > 0.0f) scale = fminf(scale, m.scale_ub);
     if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
 
-    // 3. the quantized row
+    // 2. the quantized row, y = x * r * w (the same thread reads back what it stored)
     for (size_t k = kf; k < k1; k += blockDim.x) {
       Pack<T, VEC> x = x_first, g = g_first;
       if (k != kf) {
@@ -142,8 +131,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       unsigned char q[E];
 #pragma unroll
       for (int e = 0; e < E; e++)
-        store_float(q, e, m.out_dtype,
-                    __fdiv_rn(normed(to_acc<float>(x.v[e]), r, to_acc<float>(g.v[e]), m.weight_offset), scale));
+        store_float(q, e, m.out_dtype, __fdiv_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), scale));
       put_bytes((unsigned char *)m.out + base + k * E, q, E);
     }
   }

@@ -954,25 +954,22 @@ static void rmsnorm_fp8_host(const void *x, size_t rows, size_t cols, gc_dtype_t
   const float fp8_max = m->out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f, least = 1.0f / (fp8_max * 512.0f);
   for (size_t i = 0; i < rows; i++) {
     const size_t base = i * cols;
-    float ss = 0.0f, amax = 0.0f;
+    float ss = 0.0f, most = 0.0f;
     for (size_t j = 0; j < cols; j++) {
-      float v = (float)gc__load_double(x, base + j, dtype), sq = v * v;
+      const float v = (float)gc__load_double(x, base + j, dtype), sq = v * v;
+      const float w = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset, vw = fabsf(v * w);
       ss += sq;
+      most = vw > most ? vw : most;
     }
-    float mean = ss / (float)cols, r = 1.0f / sqrtf(mean + m->epsilon);
-    for (size_t j = 0; j < cols; j++) {
-      float xr = (float)gc__load_double(x, base + j, dtype) * r, g = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset;
-      float y = xr * g;
-      amax = fabsf(y) > amax ? fabsf(y) : amax;
-    }
-    float scale = amax / fp8_max;
+    const float r = 1.0f / sqrtf(ss / (float)cols + m->epsilon), top = r * most;
+    float scale = top / fp8_max;
     if (scale < least) scale = least;
     if (m->scale_ub > 0.0f && scale > m->scale_ub) scale = m->scale_ub;
     scales[i] = scale;
     for (size_t j = 0; j < cols; j++) {
-      float xr = (float)gc__load_double(x, base + j, dtype) * r, g = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset;
-      float y = xr * g, q = y / scale;
-      gc__store_double(out, base + j, m->out_dtype, q);
+      const float xr = (float)gc__load_double(x, base + j, dtype) * r;
+      const float y = xr * ((float)gc__load_double(m->gamma, j, dtype) + m->weight_offset);
+      gc__store_double(out, base + j, m->out_dtype, y / scale);
     }
   }
 }
@@ -991,16 +988,17 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
 }
 
 /* A row per `parts` blocks at a time, up to the signal rows (or max_blocks), a thread per 16 bytes
- * of a block's share. While the rows leave blocks to spare, a row is split over a cluster of up
- * to 8 blocks (compute capability 9.0+), about 2 KB each: one block for a row of 8192 bf16 took
- * 9.3 us on 2 x H200 where NCCL's all-reduce alone took 6.7 (run 160). */
+ * of a block's share. Under 64 rows a row is split over a cluster of up to 8 blocks (compute
+ * capability 9.0+), about 2 KB each: on 2 x H200, 8192 bf16 a row, one row took 9.30 us in one
+ * block (run 160) and 7.87 in 8 (run 162); 64 rows took 12.89 us in 64 blocks (run 161) and
+ * 18.61 in 64 clusters of 4 (run 162). */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
                                gc_knorm_t *k) {
   gc__plan_t plan;
   memset(&plan, 0, sizeof plan);
   const size_t units = (cols * es + 15) / 16;
   size_t parts = 1;
-  if (comm->cc_major >= 9) parts = (units + 127) / 128;
+  if (comm->cc_major >= 9 && rows < 64) parts = (units + 127) / 128;
   if (parts > GC_KMAX_BLOCKS / rows) parts = GC_KMAX_BLOCKS / rows;
   if (parts > 8) parts = 8;
   if (parts < 1) parts = 1;

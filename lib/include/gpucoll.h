@@ -272,11 +272,11 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
  *   x[i][j]   = dtype( s[i][j] + residual[i][j] )       rounded once, as gc_allreduce_ex with
  *                                                        options.add = residual
  *   r[i]      = 1 / sqrt( (sum_j x[i][j]^2) / cols + epsilon )
- *   y[i][j]   = x[i][j] * r[i] * (gamma[j] + weight_offset)
- *   scales[i] = max( max_j |y[i][j]| / FP8_MAX, 1 / (FP8_MAX * 512) ), then at most scale_ub
- *               when scale_ub > 0                       (FP8_MAX: 448 for e4m3, 57344 for e5m2)
- *   out[i][j] = fp8( y[i][j] / scales[i] )             round to nearest even, saturating
- * x, r and y are float after the first line; residual_out (when not NULL) receives x, and may be
+ *   w[j]      = gamma[j] + weight_offset
+ *   scales[i] = max( r[i] * max_j |x[i][j] * w[j]| / FP8_MAX, 1 / (FP8_MAX * 512) ), then at
+ *               most scale_ub when scale_ub > 0         (FP8_MAX: 448 for e4m3, 57344 for e5m2)
+ *   out[i][j] = fp8( x[i][j] * r[i] * w[j] / scales[i] )   round to nearest even, saturating
+ * x, r and the rest are float after the first line, each step rounded in the order written; residual_out (when not NULL) receives x, and may be
  * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
  * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
  * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
