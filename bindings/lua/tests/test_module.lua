@@ -2,29 +2,13 @@
 -- CI: mpirun -np 2 --oversubscribe gpucoll-lua run test_module.lua        (host buffers)
 -- GPU: mpirun -np 4 gpucoll-lua run test_module.lua gpu=1                 (device buffers)
 local gpucoll = require "gpucoll"
+local H = dofile((arg[0]:match("^(.*[/\\])") or "") .. "harness.lua")
+local test, raises = H.test, H.raises
 
-local use_gpu = false
-for _, a in ipairs(arg) do
-  if a == "gpu=1" then use_gpu = true end
-end
-
-local comm <close> = assert(gpucoll.comm { use_gpu = use_gpu })
+local comm <close>, use_gpu = H.open(arg)
 local rank, size = comm.rank, comm.size
 local host_only = comm.device < 0
 local where = host_only and "host" or "device"
--- The GPU run must not pass quietly on host buffers.
-if use_gpu and host_only then error("gpu=1 but this rank has no GPU: run it on a GPU host") end
-local passed, failed = 0, 0
-
-local function test(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if ok then
-    passed = passed + 1
-  else
-    failed = failed + 1
-    io.stderr:write(string.format("[rank %d] FAIL %s: %s\n", rank, name, tostring(err)))
-  end
-end
 
 local function eq(a, b, what)
   if a ~= b then
@@ -32,13 +16,6 @@ local function eq(a, b, what)
   end
 end
 
-local function raises(pattern, fn, ...)
-  local ok, err = pcall(fn, ...)
-  if ok then error("expected an error matching '" .. pattern .. "'", 2) end
-  if not tostring(err):find(pattern) then
-    error("error '" .. tostring(err) .. "' does not match '" .. pattern .. "'", 2)
-  end
-end
 
 -- Expected failures: nil, message, code.
 local function fails(code, ok, msg, got)
@@ -592,11 +569,4 @@ test("close", function()
   eq(c2.closed, true, "closed by __close")
 end)
 
-local total_failed = 0
-do
-  local f <close> = comm:buffer(1, "int64", "host"):set(1, failed)
-  assert(comm:allreduce(f, f))
-  total_failed = f:get(1)
-end
-if rank == 0 then print(string.format("%d passed, %d failed", passed, total_failed)) end
-if total_failed > 0 then os.exit(1, true) end
+H.finish(comm)

@@ -2,36 +2,12 @@
 -- here, its options, and its errors (2+ ranks).
 -- CI: mpirun -np 2 --oversubscribe gpucoll-lua run test_rmsnorm.lua        (host buffers)
 -- GPU: mpirun -np 4 gpucoll-lua run test_rmsnorm.lua gpu=1                 (device buffers)
-local gpucoll = require "gpucoll"
+local H = dofile((arg[0]:match("^(.*[/\\])") or "") .. "harness.lua")
+local test, raises = H.test, H.raises
 
-local use_gpu = false
-for _, a in ipairs(arg) do
-  if a == "gpu=1" then use_gpu = true end
-end
-
-local comm <close> = assert(gpucoll.comm { use_gpu = use_gpu })
+local comm <close> = H.open(arg)
 local rank, size = comm.rank, comm.size
 local where = comm.device < 0 and "host" or "device"
-if use_gpu and where == "host" then error("gpu=1 but this rank has no GPU: run it on a GPU host") end
-local passed, failed = 0, 0
-
-local function test(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if ok then
-    passed = passed + 1
-  else
-    failed = failed + 1
-    io.stderr:write(string.format("[rank %d] FAIL %s: %s\n", rank, name, tostring(err)))
-  end
-end
-
-local function raises(pattern, fn, ...)
-  local ok, err = pcall(fn, ...)
-  if ok then error("expected an error matching '" .. pattern .. "'", 2) end
-  if not tostring(err):find(pattern) then
-    error("error '" .. tostring(err) .. "' does not match '" .. pattern .. "'", 2)
-  end
-end
 
 -- Known data, exact in every input dtype (multiples of 1/8 up to 2): rank r's element i, the
 -- residual's, and gamma's.
@@ -215,11 +191,4 @@ test("library failures return nil, the library's message, code", function()
   assert(ok == nil and code == "GC_ERR_INVALID_ARGUMENT" and msg:find("overlaps"), tostring(msg))
 end)
 
-local total_failed = 0
-do
-  local f <close> = comm:buffer(1, "int64", "host"):set(1, failed)
-  assert(comm:allreduce(f, f))
-  total_failed = f:get(1)
-end
-if rank == 0 then print(string.format("%d passed, %d failed", passed, total_failed)) end
-if total_failed > 0 then os.exit(1, true) end
+H.finish(comm)
