@@ -1001,6 +1001,7 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   if (comm->cc_major >= 9 && rows < 64) parts = (units + 127) / 128;
   if (parts > GC_KMAX_BLOCKS / rows) parts = GC_KMAX_BLOCKS / rows;
   if (parts > 8) parts = 8;
+  if (o->max_blocks && parts > (size_t)o->max_blocks) parts = (size_t)o->max_blocks;
   if (parts < 1) parts = 1;
   size_t groups = rows < GC_KMAX_BLOCKS / parts ? rows : GC_KMAX_BLOCKS / parts;
   if (o->max_blocks && groups * parts > (size_t)o->max_blocks)

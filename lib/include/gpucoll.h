@@ -280,10 +280,13 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
  * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
  * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
  * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
- * options: algo (ONESHOT: one fused kernel that reads every peer's rows, normalizes and quantizes
- * them; any other: that all-reduce into residual_out (or a temporary), then a normalizing kernel;
- * AUTO: the dispatch table), max_blocks, pdl; its epilogue fields must stay at their defaults
- * (the residual is this struct's). Host pointers take the MPI path and normalize on the host.
+ * options: algo (ONESHOT_LL: one fused kernel without barriers, every rank writing its rows into
+ * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count; ONESHOT: one
+ * fused kernel that reads every rank's rows after a barrier; any other: that all-reduce into
+ * residual_out (or a temporary), then a normalizing kernel; AUTO: ONESHOT_LL where the all-reduce
+ * takes it at this size and it fits, else ONESHOT), max_blocks, pdl; its epilogue fields must
+ * stay at their defaults (the residual is this struct's). Host pointers, and devices without
+ * peer-to-peer access, take the MPI path's all-reduce (host buffers normalize on the host).
  * ------------------------------------------------------------------------------------------- */
 #define GC_RMSNORM_FP8_VERSION 1
 typedef struct gc_rmsnorm_fp8 {
