@@ -151,12 +151,16 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
  *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
  *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel),
  *          plus residual, stored at x;
+ *   TWOSHOT as READS, but rank q normalizes only its rows (gc_partition's split of rows) into its
+ *          publish area a->pub[q] (fp8 rows, then scales at pub_scales), x in shared memory (a
+ *          block's share at most GC_KNORM_LL_SHARED_ROW bytes; residual_out is not kept); a
+ *          barrier; every rank copies every owner's rows and scales into out and scales;
  *   LL     every rank writes its rows (a->send, any pointer) into row `rank` of every rank's LL
  *          area and reads its own (ll.cu); no barrier. The whole input of every rank fits one
  *          generation; cols * size and gamma, residual and x sit on 16 bytes; without x a row
  *          (kept in shared memory) is at most GC_KNORM_LL_SHARED_ROW bytes. */
 #define GC_KNORM_LL_SHARED_ROW 49152
-typedef enum { GC_KNORM_LOCAL = 0, GC_KNORM_READS = 1, GC_KNORM_LL = 2 } gc_knorm_mode_t;
+typedef enum { GC_KNORM_LOCAL = 0, GC_KNORM_READS = 1, GC_KNORM_LL = 2, GC_KNORM_TWOSHOT = 3 } gc_knorm_mode_t;
 typedef struct gc_knorm {
   size_t rows, cols;
   const void *gamma;    /* cols values of the input dtype */
@@ -167,6 +171,7 @@ typedef struct gc_knorm {
   float *scales;        /* rows */
   int out_dtype;
   gc_knorm_mode_t mode;
+  size_t pub_scales;    /* TWOSHOT: bytes from a->pub[q] to rank q's scales */
   int parts;            /* blocks per row, a thread-block cluster (compute capability 9.0+) when
                            more than 1; a->blocks is a multiple of it */
 } gc_knorm_t;

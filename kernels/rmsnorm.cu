@@ -138,23 +138,57 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   return true;
 }
 
-// LOCAL and READS (kernels.h).
+// LOCAL, READS and TWOSHOT (kernels.h).
 template <typename T, bool VEC>
 __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
-  auto sum_at = [&](size_t el, float(&acc)[E]) {
-    reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
-    return true;
-  };
   if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
-    norm_rows<T, VEC>(a, m, sum_at);
+    norm_rows<T, VEC>(a, m, [&](size_t el, float(&acc)[E]) {
+      reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
+      return true;
+    });
     return;
   }
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
-  norm_rows<T, VEC>(a, m, sum_at);
-  if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+  if (m.mode == GC_KNORM_READS) {
+    norm_rows<T, VEC>(a, m, [&](size_t el, float(&acc)[E]) {
+      reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
+      return true;
+    });
+  } else {
+    // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory
+    const int n = a.peers.nranks, me = a.peers.rank;
+    size_t r0, rn;
+    slice_of(m.rows, n, me, &r0, &rn);
+    gc_kargs_t own = a;
+    for (int p = 0; p < n; p++) own.in[p] = (const T *)a.in[p] + r0 * m.cols;
+    gc_knorm_t mine = m;
+    mine.rows = rn;
+    mine.residual = m.residual ? (const T *)m.residual + r0 * m.cols : nullptr;
+    mine.x = nullptr;
+    mine.out = a.pub[me];
+    mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
+    extern __shared__ uint4 shared_row[];
+    norm_rows<T, VEC>(
+        own, mine,
+        [&](size_t el, float(&acc)[E]) {
+          reduce_at<T, float, OPK_SUM, VEC>(own, el, acc);
+          return true;
+        },
+        (T *)shared_row);
+    if (!sync.barrier()) return;  // every rank's rows are published
+    // every owner's fp8 rows and scales, from its publish area into our outputs
+    for (int i = 0; i < n; i++) {
+      const int q = (me + i) % n;
+      size_t q0, qn;
+      slice_of(m.rows, n, q, &q0, &qn);
+      copy_bytes((unsigned char *)m.out + q0 * m.cols, a.pub[q], qn * m.cols);
+      copy_bytes(m.scales + q0, (const char *)a.pub[q] + m.pub_scales, qn * sizeof(float));
+    }
+  }
+  if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input (or pub)
   sync.done();
 }
 
@@ -213,6 +247,10 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
+  if (m->mode == GC_KNORM_TWOSHOT) {  // x of the block's share of a row in shared memory
+    if (m->cols * sizeof(T) / m->parts > GC_KNORM_LL_SHARED_ROW) return cudaErrorInvalidValue;
+    cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
+  }
   if (vec) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, true>, *a, *m);
   return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, false>, *a, *m);
 }

@@ -1014,6 +1014,9 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   return plan;
 }
 
+/* From here AUTO takes the two-shot fused kernel where it can (no residual_out, 2+ GPUs). */
+#define RMSNORM_TWOSHOT_BYTES ((size_t)16 << 20)
+
 /* Why the LL kernel cannot take a call (NULL: it can). */
 static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, size_t es, const gc_rmsnorm_fp8_t *m) {
   if (rows * cols * es > GC_LL_GEN_BYTES / (size_t)comm->local_size)
@@ -1042,34 +1045,44 @@ static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float
   return gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm (LL)");
 }
 
-/* The fused kernel: every rank reads every rank's rows (its gc_mem_alloc input in place, else a
- * chunk of whole rows copied into staging), x goes to residual_out or this rank's publish half of
- * staging. False in *fits when a row does not fit staging. */
+/* The fused kernel by reads: every rank reads every rank's rows (its gc_mem_alloc input in place,
+ * else a chunk of whole rows copied into staging). One-shot: every rank normalizes every row, x
+ * going to residual_out or this rank's publish half of staging. Two-shot (no residual_out): rank
+ * q normalizes its share of the rows into its publish half (fp8 rows, then scales) and every rank
+ * copies them out, so a rank reads 1/n of the input from each peer and the rest as fp8. False in
+ * *fits when a row does not fit staging (or, two-shot, a block's share of one shared memory). */
 static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows, size_t cols,
-                                 gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o,
+                                 gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o, int twoshot,
                                  cudaStream_t stream, int *fits) {
   const int n = comm->local_size, me = comm->local_rank;
   const size_t es = gc_dtype_size(dtype), row_bytes = cols * es;
   void *sym_in[GC_MAX_LOCAL_RANKS];
   const int in_zero = gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
   size_t chunk = rows;
-  if (!in_zero || !m->residual_out) chunk = staging_half(comm) / row_bytes;
-  *fits = chunk > 0;
-  if (!*fits) return GC_SUCCESS;
+  if (!in_zero || (!m->residual_out && !twoshot)) chunk = staging_half(comm) / row_bytes;
+  /* two-shot: every row's fp8 and scale fit the publish half, whoever owns it */
+  if (twoshot && chunk > staging_half(comm) / (cols + 2 * sizeof(float))) chunk = staging_half(comm) / (cols + 2 * sizeof(float));
   if (chunk > rows) chunk = rows;
   gc_knorm_t k = knorm(m, chunk, cols);
-  gc__plan_t plan = rmsnorm_plan(comm, o, chunk, cols, es, &k);
+  const size_t owned = twoshot ? (chunk + n - 1) / n : chunk;
+  gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, &k);
+  *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_LL_SHARED_ROW);
+  if (!*fits) return GC_SUCCESS;
   gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
   for (size_t c0 = 0; c0 < rows; c0 += chunk) {
     const size_t cn = rows - c0 < chunk ? rows - c0 : chunk, at = c0 * row_bytes;
-    for (int r = 0; r < n; r++) a.in[r] = in_zero ? (const char *)sym_in[r] + at : staging_in(comm, r);
+    for (int r = 0; r < n; r++) {
+      a.in[r] = in_zero ? (const char *)sym_in[r] + at : staging_in(comm, r);
+      a.pub[r] = staging_pub(comm, r);
+    }
     if (!in_zero)
       GC_CUDA_CHECK(comm, cudaMemcpyAsync((void *)a.in[me], (const char *)send + at, cn * row_bytes,
                                           cudaMemcpyDeviceToDevice, stream));
     k.rows = cn;
-    k.mode = GC_KNORM_READS;
+    k.mode = twoshot ? GC_KNORM_TWOSHOT : GC_KNORM_READS;
+    k.pub_scales = ((cn + n - 1) / n * cols + 15) & ~(size_t)15;
     k.residual = m->residual ? (const char *)m->residual + at : NULL;
-    k.x = m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
+    k.x = twoshot ? NULL : m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
     k.out = (char *)out + c0 * cols;
     k.scales = scales + c0;
     GC_CHECK(gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm"));
@@ -1136,12 +1149,21 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
                                                   "or all on the host, not some of each");
   /* AUTO: a fused kernel, barrier-free (LL) where the all-reduce table takes LL at this size, else
-   * by reads; the all-reduce then the normalizing kernel without peer-to-peer GPUs. */
+   * by reads, two-shot from RMSNORM_TWOSHOT_BYTES; the all-reduce then the normalizing kernel
+   * without peer-to-peer GPUs. */
   const size_t es = gc_dtype_size(dtype), bytes = rows * cols * es;
   const int forced = o.algo != GC_ALGO_AUTO, p2p = device && comm->p2p_ready;
   gc_algo_t algo = forced ? o.algo : comm->forced_algo;
-  if (p2p && algo == GC_ALGO_AUTO)
-    algo = gc__table_choice(comm, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL : GC_ALGO_ONESHOT;
+  const int twoshot_ok = p2p && !m->residual_out && comm->local_size > 1;
+  if (p2p && algo == GC_ALGO_AUTO) {
+    if (gc__table_choice(comm, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL) algo = GC_ALGO_ONESHOT_LL;
+    else algo = twoshot_ok && bytes >= RMSNORM_TWOSHOT_BYTES ? GC_ALGO_TWOSHOT : GC_ALGO_ONESHOT;
+  }
+  if (algo == GC_ALGO_TWOSHOT && twoshot_ok) { /* else the two-shot all-reduce, then the normalizing kernel */
+    int fits;
+    GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, 1, (cudaStream_t)stream, &fits));
+    if (fits) return GC_SUCCESS;
+  }
   const int fused = algo == GC_ALGO_ONESHOT || algo == GC_ALGO_ONESHOT_LL;
   if (fused && !p2p && forced)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused kernels (%s) need device buffers and peer-to-peer GPUs",
@@ -1154,7 +1176,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
   }
   if (fused && p2p && algo == GC_ALGO_ONESHOT) {
     int fits;
-    GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream, &fits));
+    GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, 0, (cudaStream_t)stream, &fits));
     if (fits) return GC_SUCCESS;
     if (forced)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "a row of %zu bytes does not fit half the staging area (GC_STAGING_BYTES)",

@@ -244,27 +244,28 @@ static void test_shapes(void) {
 }
 
 /* On GPUs, each way the library computes it: the fused kernels, barrier-free (LL; x in shared
- * memory or residual_out) and by reads (plain and gc_mem_alloc inputs, aligned and not), the
- * two-shot all-reduce then the normalizing kernel, and the MPI path on device buffers then that
- * kernel. */
+ * memory or residual_out), one-shot and two-shot by reads (plain and gc_mem_alloc inputs, aligned
+ * and not; two-shot without residual_out, else the two-shot all-reduce then the normalizing
+ * kernel), the all-reduce by writes then that kernel, and the MPI path on device buffers then it. */
 static void test_algorithms(void) {
   if (!gc_test_peer_gpus("rmsnorm algorithms", 1)) return;
-  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_MPI};
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH,
+                                    GC_ALGO_MPI};
   int bad = 0;
-  for (int a = 0; a < 4; a++)
+  for (int a = 0; a < 5; a++)
     for (int d = 0; d < 3; d++)
       for (int v = 0; v < (a == 0 ? 2 : 4); v++) { /* LL: whole 16-byte packs (below: the refusal) */
         rn_case_t c = {in_types[d], v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, v < 2 ? 33 : 4, v < 2 ? 4096 : 12289,
                        v == 0 ? RES_IN_PLACE : v == 1 ? RES_NOT_KEPT : RES_SEPARATE, v == 3 ? 1.0f : 0.0f, v == 2,
-                       algos[a], v >= 2 && a != 3, (size_t)(v == 3 ? 3 : 0)};
+                       algos[a], v >= 2 && algos[a] != GC_ALGO_MPI, (size_t)(v == 3 ? 3 : 0)};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
-/* 1 MB of staging: the fused kernel takes 4 MB of rows in chunks (x in staging, and in
- * residual_out), and refuses a row larger than half of it when forced; the table's choice then
- * goes through the all-reduce. */
+/* 1 MB of staging: the fused kernels take 4 MB of rows in chunks (one-shot: x in staging, and in
+ * residual_out; two-shot), and the one-shot refuses a row larger than half of it when forced;
+ * the table's choice then goes through the all-reduce. */
 static void test_chunks(void) {
   if (!gc_test_peer_gpus("rmsnorm chunks", 1)) return;
   gc_config_t cfg = GC_CONFIG_INIT;
@@ -274,6 +275,9 @@ static void test_chunks(void) {
   int bad = 0;
   rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
   bad += !run_case(small, &c, 0);
+  c.algo = GC_ALGO_TWOSHOT; /* 63 rows a chunk: uneven shares */
+  bad += !run_case(small, &c, 0);
+  c.algo = GC_ALGO_ONESHOT;
   c.residual = RES_SEPARATE;
   c.symmetric = 0;
   bad += !run_case(small, &c, 0);
@@ -301,15 +305,17 @@ static void test_chunks(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
-/* Captured into a CUDA graph and replayed: the fused kernel and the composed path, whose
+/* Captured into a CUDA graph and replayed: the fused kernels and the composed path, whose
  * temporary for x is allocated and freed inside the graph. */
 static void test_graph(void) {
   if (!gc_test_peer_gpus("rmsnorm graph replay", 1)) return;
   int bad = 0;
   rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
   bad += !run_case(gc_test_comm, &c, 3);
-  c.algo = GC_ALGO_TWOSHOT;
+  c.algo = GC_ALGO_TWOSHOT; /* fused two-shot */
   c.residual = RES_NOT_KEPT;
+  bad += !run_case(gc_test_comm, &c, 3);
+  c.algo = GC_ALGO_TWOSHOT_PUSH; /* the all-reduce into a temporary, then the kernel */
   bad += !run_case(gc_test_comm, &c, 3);
   CU_ASSERT(gc_test_all(bad == 0));
 }

@@ -282,9 +282,12 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
  * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
  * options: algo (ONESHOT_LL: one fused kernel without barriers, every rank writing its rows into
  * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count; ONESHOT: one
- * fused kernel that reads every rank's rows after a barrier; any other: that all-reduce into
- * residual_out (or a temporary), then a normalizing kernel; AUTO: ONESHOT_LL where the all-reduce
- * takes it at this size and it fits, else ONESHOT), max_blocks, pdl; its epilogue fields must
+ * fused kernel that reads every rank's rows after a barrier; TWOSHOT: without residual_out one
+ * fused kernel where each rank normalizes 1/n of the rows and all gather the fp8 rows, with it
+ * the two-shot all-reduce into residual_out, then a normalizing kernel; any other: that
+ * all-reduce into residual_out (or a temporary), then a normalizing kernel; AUTO: ONESHOT_LL where
+ * the all-reduce takes it at this size and it fits, else ONESHOT, from 16 MB TWOSHOT where it is
+ * fused), max_blocks, pdl; its epilogue fields must
  * stay at their defaults (the residual is this struct's). Host pointers, and devices without
  * peer-to-peer access, take the MPI path's all-reduce (host buffers normalize on the host).
  * ------------------------------------------------------------------------------------------- */
