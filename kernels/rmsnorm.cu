@@ -56,6 +56,17 @@ __device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts) {
   return v;
 }
 
+// bytes from src to dst by the block's threads: 16 at a time where both sit on 16 bytes.
+__device__ __forceinline__ void block_copy(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  if (aligned16(dst) && aligned16(src)) {
+    const size_t units = bytes / 16;
+    for (size_t u = threadIdx.x; u < units; u += blockDim.x) ((uint4 *)dst)[u] = ((const uint4 *)src)[u];
+    for (size_t b = units * 16 + threadIdx.x; b < bytes; b += blockDim.x) dst[b] = src[b];
+  } else {
+    for (size_t b = threadIdx.x; b < bytes; b += blockDim.x) dst[b] = src[b];
+  }
+}
+
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
 // summed over the ranks in rank order, or false when a wait ran out; then false is returned.
 // x is kept at m.x, else in `row_x` (shared memory for the block's share of a row), else read
@@ -178,14 +189,23 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
           return true;
         },
         (T *)shared_row);
-    if (!sync.barrier()) return;  // every rank's rows are published
-    // every owner's fp8 rows and scales, from its publish area into our outputs
+    // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
+    // per block, so a block copies exactly what its counterparts wrote: the same rows of every
+    // owner's share, the same part of each row (norm_rows' split).
+    if (!sync.barrier()) return;
+    const int parts = m.parts, part = (int)blockIdx.x % parts;
+    size_t k0, kn;
+    slice_of(m.cols / E, parts, part, &k0, &kn);
     for (int i = 0; i < n; i++) {
       const int q = (me + i) % n;
       size_t q0, qn;
       slice_of(m.rows, n, q, &q0, &qn);
-      copy_bytes((unsigned char *)m.out + q0 * m.cols, a.pub[q], qn * m.cols);
-      copy_bytes(m.scales + q0, (const char *)a.pub[q] + m.pub_scales, qn * sizeof(float));
+      const float *their_scales = (const float *)((const char *)a.pub[q] + m.pub_scales);
+      for (size_t row = blockIdx.x / parts; row < qn; row += gridDim.x / parts) {
+        block_copy((unsigned char *)m.out + (q0 + row) * m.cols + k0 * E,
+                   (const unsigned char *)a.pub[q] + row * m.cols + k0 * E, kn * E);
+        if (part == 0 && threadIdx.x == 0) m.scales[q0 + row] = their_scales[row];
+      }
     }
   }
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input (or pub)
