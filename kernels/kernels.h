@@ -150,7 +150,7 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
  * float32, float16, bfloat16. Where x (the reduced row) comes from:
  *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
  *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel),
- *          plus residual, stored at x;
+ *          plus residual, stored at x (NULL: in shared memory, as TWOSHOT);
  *   TWOSHOT as READS, but rank q normalizes only its rows (gc_partition's split of rows) into its
  *          publish area a->pub[q] (fp8 rows, then scales at pub_scales), x in shared memory (a
  *          block's share at most GC_KNORM_LL_SHARED_ROW bytes; residual_out is not kept); a

@@ -163,11 +163,15 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
   }
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
+  extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
   if (m.mode == GC_KNORM_READS) {
-    norm_rows<T, VEC>(a, m, [&](size_t el, float(&acc)[E]) {
-      reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
-      return true;
-    });
+    norm_rows<T, VEC>(
+        a, m,
+        [&](size_t el, float(&acc)[E]) {
+          reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
+          return true;
+        },
+        m.x ? nullptr : (T *)shared_row);
   } else {
     // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory
     const int n = a.peers.nranks, me = a.peers.rank;
@@ -181,7 +185,6 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
     mine.x = nullptr;
     mine.out = a.pub[me];
     mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-    extern __shared__ uint4 shared_row[];
     norm_rows<T, VEC>(
         own, mine,
         [&](size_t el, float(&acc)[E]) {
@@ -267,7 +270,7 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
-  if (m->mode == GC_KNORM_TWOSHOT) {  // x of the block's share of a row in shared memory
+  if (m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x)) {  // x in shared memory
     if (m->cols * sizeof(T) / m->parts > GC_KNORM_LL_SHARED_ROW) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
   }

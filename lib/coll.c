@@ -1049,8 +1049,7 @@ static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float
 }
 
 /* The fused kernel by reads: every rank reads every rank's rows (its gc_mem_alloc input in place,
- * else a chunk of whole rows copied into staging). One-shot: every rank normalizes every row, x
- * going to residual_out or this rank's publish half of staging. Two-shot (no residual_out): rank
+ * else a chunk of whole rows copied into staging). One-shot: every rank normalizes every row. Two-shot (no residual_out): rank
  * q normalizes its share of the rows into its publish half (fp8 rows, then scales) and every rank
  * copies them out, so a rank reads 1/n of the input from each peer and the rest as fp8. False in
  * *fits when a row does not fit staging (or, two-shot, a block's share of one shared memory). */
@@ -1061,8 +1060,13 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   const size_t es = gc_dtype_size(dtype), row_bytes = cols * es;
   void *sym_in[GC_MAX_LOCAL_RANKS];
   const int in_zero = gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
+  /* x: in residual_out, else in shared memory where a row fits, else in this rank's publish half
+   * of staging, whose size then sets the chunks: 2 x H200, 256 MB bf16 of gc_mem_alloc input,
+   * forced one-shot in 32 MB chunks with x in staging 1057.7 us (run 165), auto into
+   * residual_out in one call 914.0 (run 166) */
+  const int x_shared = !m->residual_out && row_bytes <= GC_KNORM_LL_SHARED_ROW;
   size_t chunk = rows;
-  if (!in_zero || (!m->residual_out && !twoshot)) chunk = staging_half(comm) / row_bytes;
+  if (!in_zero || (!m->residual_out && !x_shared && !twoshot)) chunk = staging_half(comm) / row_bytes;
   /* two-shot: every row's fp8 and scale fit the publish half, whoever owns it */
   if (twoshot && chunk > staging_half(comm) / (cols + 2 * sizeof(float))) chunk = staging_half(comm) / (cols + 2 * sizeof(float));
   if (chunk > rows) chunk = rows;
@@ -1085,7 +1089,7 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
     k.mode = twoshot ? GC_KNORM_TWOSHOT : GC_KNORM_READS;
     k.pub_scales = ((cn + n - 1) / n * cols + 15) & ~(size_t)15;
     k.residual = m->residual ? (const char *)m->residual + at : NULL;
-    k.x = twoshot ? NULL : m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
+    k.x = twoshot || x_shared ? NULL : m->residual_out ? (char *)m->residual_out + at : staging_pub(comm, me);
     k.out = (char *)out + c0 * cols;
     k.scales = scales + c0;
     GC_CHECK(gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm"));
