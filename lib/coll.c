@@ -1014,12 +1014,6 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   return plan;
 }
 
-/* From here AUTO takes the two-shot fused kernel where it can (no residual_out, 2+ GPUs) on
- * gc_mem_alloc inputs. 2 x H200, bf16, 8192 cols, forced, us (run 165, rmsnorm-h200x2/r165.tgz):
- * two-shot against one-shot 16 MB 91.93 / 80.21, 64 MB 273.7 / 264.6, 256 MB 960.3 / 1057.7; on
- * plain inputs (copied into staging) 256 MB 1240.8 / 1190.3, so there never. */
-#define RMSNORM_TWOSHOT_BYTES ((size_t)256 << 20)
-
 /* Why the LL kernel cannot take a call (NULL: it can). */
 static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, size_t es, const gc_rmsnorm_fp8_t *m) {
   if (rows * cols * es > GC_LL_GEN_BYTES / (size_t)comm->local_size)
@@ -1156,19 +1150,16 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
                                                   "or all on the host, not some of each");
   /* AUTO: a fused kernel, barrier-free (LL) where the all-reduce table takes LL at this size, else
-   * by reads, two-shot from RMSNORM_TWOSHOT_BYTES on gc_mem_alloc inputs; the all-reduce then the
-   * normalizing kernel without peer-to-peer GPUs. */
+   * the one-shot by reads; the all-reduce then the normalizing kernel without peer-to-peer GPUs.
+   * The two-shot fused kernel only when asked for: 2 x H200, bf16, 8192 cols, gc_mem_alloc input,
+   * us, two-shot against one-shot 16 MB 92.27 / 80.94, 64 MB 275.1 / 230.1, 256 MB 977.9 / 844.6
+   * (run 167, rmsnorm-h200x2/r167.tgz). */
   const size_t es = gc_dtype_size(dtype), bytes = rows * cols * es;
   const int forced = o.algo != GC_ALGO_AUTO, p2p = device && comm->p2p_ready;
   gc_algo_t algo = forced ? o.algo : comm->forced_algo;
   const int twoshot_ok = p2p && !m->residual_out && comm->local_size > 1;
-  void *sym[GC_MAX_LOCAL_RANKS];
-  if (p2p && algo == GC_ALGO_AUTO) {
-    if (gc__table_choice(comm, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL) algo = GC_ALGO_ONESHOT_LL;
-    else algo = twoshot_ok && bytes >= RMSNORM_TWOSHOT_BYTES && gc__symmetric_lookup(comm, send, bytes, sym)
-                    ? GC_ALGO_TWOSHOT
-                    : GC_ALGO_ONESHOT;
-  }
+  if (p2p && algo == GC_ALGO_AUTO)
+    algo = gc__table_choice(comm, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL : GC_ALGO_ONESHOT;
   if (algo == GC_ALGO_TWOSHOT && twoshot_ok) { /* else the two-shot all-reduce, then the normalizing kernel */
     int fits;
     GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, 1, (cudaStream_t)stream, &fits));

@@ -286,10 +286,9 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
  * fused kernel where each rank normalizes 1/n of the rows and all gather the fp8 rows, with it
  * the two-shot all-reduce into residual_out, then a normalizing kernel; any other: that
  * all-reduce into residual_out (or a temporary), then a normalizing kernel; AUTO: ONESHOT_LL where
- * the all-reduce takes it at this size and it fits, else ONESHOT; from 256 MB of gc_mem_alloc
- * input TWOSHOT where it is fused), max_blocks, pdl; its epilogue fields must
- * stay at their defaults (the residual is this struct's). Host pointers, and devices without
- * peer-to-peer access, take the MPI path's all-reduce (host buffers normalize on the host).
+ * the all-reduce takes it at this size and it fits, else ONESHOT), max_blocks, pdl; its epilogue
+ * fields must stay at their defaults (the residual is this struct's). Host pointers, and devices
+ * without peer-to-peer access, take the MPI path's all-reduce (host buffers normalize on the host).
  * ------------------------------------------------------------------------------------------- */
 #define GC_RMSNORM_FP8_VERSION 1
 typedef struct gc_rmsnorm_fp8 {
