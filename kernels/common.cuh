@@ -549,11 +549,12 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
 // are local. (Parts of a count that is no multiple of 16 bytes, e.g. on 3 GPUs, used to go byte
 // by byte: run 52, 3 GPUs, all-gather 1 MB 28.3 us against NCCL's 13.9.) Four loads are in flight
 // per thread before their stores, to cover NVLink latency.
-__device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes) {
+// By threads t of G: the whole grid by default, or one block (copy_bytes(d, s, n, threadIdx.x,
+// blockDim.x)).
+__device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes, size_t t, size_t G) {
   if (dst == src || nbytes == 0) return;
   const char *s = (const char *)src;
   char *d = (char *)dst;
-  const size_t G = grid_threads(), t = global_thread();
   const size_t head = min((size_t)((16 - (uintptr_t)s % 16) % 16), nbytes);
   const size_t units = (nbytes - head) / 16, done = head + units * 16;
   for (size_t k = t; k < head; k += G) d[k] = s[k];
@@ -570,6 +571,9 @@ __device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nb
   }
   for (; k < units; k += G) store_split(du + 16 * k, su[k], g);
   for (size_t b = done + t; b < nbytes; b += G) d[b] = s[b];
+}
+__device__ __forceinline__ void copy_bytes(void *dst, const void *src, size_t nbytes) {
+  copy_bytes(dst, src, nbytes, global_thread(), grid_threads());
 }
 
 // Launch configuration shared by the launchers.

@@ -153,13 +153,13 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
  *          plus residual, stored at x (NULL: in shared memory, as TWOSHOT);
  *   TWOSHOT as READS, but rank q normalizes only its rows (gc_partition's split of rows) into its
  *          publish area a->pub[q] (fp8 rows, then scales at pub_scales), x in shared memory (a
- *          block's share at most GC_KNORM_LL_SHARED_ROW bytes; residual_out is not kept); a
+ *          block's share at most GC_KNORM_SHARED_ROW bytes; residual_out is not kept); a
  *          barrier; every rank copies every owner's rows and scales into out and scales;
  *   LL     every rank writes its rows (a->send, any pointer) into row `rank` of every rank's LL
  *          area and reads its own (ll.cu); no barrier. The whole input of every rank fits one
  *          generation; cols * size and gamma, residual and x sit on 16 bytes; without x a row
- *          (kept in shared memory) is at most GC_KNORM_LL_SHARED_ROW bytes. */
-#define GC_KNORM_LL_SHARED_ROW 49152
+ *          (kept in shared memory) is at most GC_KNORM_SHARED_ROW bytes. */
+#define GC_KNORM_SHARED_ROW 49152
 typedef enum { GC_KNORM_LOCAL = 0, GC_KNORM_READS = 1, GC_KNORM_LL = 2, GC_KNORM_TWOSHOT = 3 } gc_knorm_mode_t;
 typedef struct gc_knorm {
   size_t rows, cols;

@@ -56,17 +56,6 @@ __device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts) {
   return v;
 }
 
-// bytes from src to dst by the block's threads: 16 at a time where both sit on 16 bytes.
-__device__ __forceinline__ void block_copy(unsigned char *dst, const unsigned char *src, size_t bytes) {
-  if (aligned16(dst) && aligned16(src)) {
-    const size_t units = bytes / 16;
-    for (size_t u = threadIdx.x; u < units; u += blockDim.x) ((uint4 *)dst)[u] = ((const uint4 *)src)[u];
-    for (size_t b = units * 16 + threadIdx.x; b < bytes; b += blockDim.x) dst[b] = src[b];
-  } else {
-    for (size_t b = threadIdx.x; b < bytes; b += blockDim.x) dst[b] = src[b];
-  }
-}
-
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
 // summed over the ranks in rank order, or false when a wait ran out; then false is returned.
 // x is kept at m.x, else in `row_x` (shared memory for the block's share of a row), else read
@@ -149,29 +138,30 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   return true;
 }
 
+// Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order.
+template <typename T, bool VEC>
+struct SumByReads {
+  const gc_kargs_t &k;
+  __device__ bool operator()(size_t el, float (&acc)[Pack<T, VEC>::E]) const {
+    reduce_at<T, float, OPK_SUM, VEC>(k, el, acc);
+    return true;
+  }
+};
+
 // LOCAL, READS and TWOSHOT (kernels.h).
 template <typename T, bool VEC>
 __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
   if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
-    norm_rows<T, VEC>(a, m, [&](size_t el, float(&acc)[E]) {
-      reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
-      return true;
-    });
+    norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a});
     return;
   }
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
   if (m.mode == GC_KNORM_READS) {
-    norm_rows<T, VEC>(
-        a, m,
-        [&](size_t el, float(&acc)[E]) {
-          reduce_at<T, float, OPK_SUM, VEC>(a, el, acc);
-          return true;
-        },
-        m.x ? nullptr : (T *)shared_row);
+    norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
   } else {
     // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory
     const int n = a.peers.nranks, me = a.peers.rank;
@@ -185,13 +175,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
     mine.x = nullptr;
     mine.out = a.pub[me];
     mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-    norm_rows<T, VEC>(
-        own, mine,
-        [&](size_t el, float(&acc)[E]) {
-          reduce_at<T, float, OPK_SUM, VEC>(own, el, acc);
-          return true;
-        },
-        (T *)shared_row);
+    norm_rows<T, VEC>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
     // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
     // per block, so a block copies exactly what its counterparts wrote: the same rows of every
     // owner's share, the same part of each row (norm_rows' split).
@@ -205,8 +189,8 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
       slice_of(m.rows, n, q, &q0, &qn);
       const float *their_scales = (const float *)((const char *)a.pub[q] + m.pub_scales);
       for (size_t row = blockIdx.x / parts; row < qn; row += gridDim.x / parts) {
-        block_copy((unsigned char *)m.out + (q0 + row) * m.cols + k0 * E,
-                   (const unsigned char *)a.pub[q] + row * m.cols + k0 * E, kn * E);
+        copy_bytes((unsigned char *)m.out + (q0 + row) * m.cols + k0 * E,
+                   (const unsigned char *)a.pub[q] + row * m.cols + k0 * E, kn * E, threadIdx.x, blockDim.x);
         if (part == 0 && threadIdx.x == 0) m.scales[q0 + row] = their_scales[row];
       }
     }
@@ -265,13 +249,13 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     cfg.numAttrs = 2;
   }
   if (m->mode == GC_KNORM_LL) {
-    if (!vec || (!m->x && m->cols * sizeof(T) > GC_KNORM_LL_SHARED_ROW)) return cudaErrorInvalidValue;
+    if (!vec || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
   if (m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x)) {  // x in shared memory
-    if (m->cols * sizeof(T) / m->parts > GC_KNORM_LL_SHARED_ROW) return cudaErrorInvalidValue;
+    if (m->cols * sizeof(T) / m->parts > GC_KNORM_SHARED_ROW) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
   }
   if (vec) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, true>, *a, *m);

@@ -1007,7 +1007,6 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   if (o->max_blocks && groups * parts > (size_t)o->max_blocks)
     groups = (size_t)o->max_blocks > parts ? (size_t)o->max_blocks / parts : 1;
   const size_t threads = ((units + parts - 1) / parts + 31) / 32 * 32;
-  plan.algo = GC_ALGO_ONESHOT;
   plan.blocks = (int)(groups * parts);
   plan.threads = (int)(threads < 64 ? 64 : threads > GC_KTHREADS ? GC_KTHREADS : threads);
   k->parts = (int)parts;
@@ -1021,7 +1020,7 @@ static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, 
   if (cols * es % 16) return "rows must be whole 16-byte packs (cols x element size a multiple of 16)";
   if ((uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16 || (uintptr_t)m->residual_out % 16)
     return "gamma, residual and residual_out must sit on 16-byte boundaries";
-  if (!m->residual_out && cols * es > GC_KNORM_LL_SHARED_ROW)
+  if (!m->residual_out && cols * es > GC_KNORM_SHARED_ROW)
     return "without residual_out a row must fit shared memory (48 KB)";
   return NULL;
 }
@@ -1058,7 +1057,7 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
    * of staging, whose size then sets the chunks: 2 x H200, 256 MB bf16 of gc_mem_alloc input,
    * forced one-shot in 32 MB chunks with x in staging 1057.7 us (run 165), auto into
    * residual_out in one call 914.0 (run 166) */
-  const int x_shared = !m->residual_out && row_bytes <= GC_KNORM_LL_SHARED_ROW;
+  const int x_shared = !m->residual_out && row_bytes <= GC_KNORM_SHARED_ROW;
   size_t chunk = rows;
   if (!in_zero || (!m->residual_out && !x_shared && !twoshot)) chunk = staging_half(comm) / row_bytes;
   /* two-shot: every row's fp8 and scale fit the publish half, whoever owns it */
@@ -1067,7 +1066,7 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   gc_knorm_t k = knorm(m, chunk, cols);
   const size_t owned = twoshot ? (chunk + n - 1) / n : chunk;
   gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, &k);
-  *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_LL_SHARED_ROW);
+  *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_SHARED_ROW);
   if (!*fits) return GC_SUCCESS;
   gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
   for (size_t c0 = 0; c0 < rows; c0 += chunk) {
@@ -1165,17 +1164,16 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, 1, (cudaStream_t)stream, &fits));
     if (fits) return GC_SUCCESS;
   }
-  const int fused = algo == GC_ALGO_ONESHOT || algo == GC_ALGO_ONESHOT_LL;
-  if (fused && !p2p && forced)
+  if ((algo == GC_ALGO_ONESHOT || algo == GC_ALGO_ONESHOT_LL) && !p2p && forced)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused kernels (%s) need device buffers and peer-to-peer GPUs",
                    gc_algo_name(algo));
-  if (fused && p2p && algo == GC_ALGO_ONESHOT_LL) {
+  if (p2p && algo == GC_ALGO_ONESHOT_LL) {
     const char *why = rmsnorm_ll_refusal(comm, rows, cols, es, m);
     if (!why) return rmsnorm_ll(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream);
     if (forced) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "oneshot_ll: %s", why);
     algo = GC_ALGO_ONESHOT;
   }
-  if (fused && p2p && algo == GC_ALGO_ONESHOT) {
+  if (p2p && algo == GC_ALGO_ONESHOT) {
     int fits;
     GC_CHECK(rmsnorm_fused(comm, send, out, scales, rows, cols, dtype, m, &o, 0, (cudaStream_t)stream, &fits));
     if (fits) return GC_SUCCESS;

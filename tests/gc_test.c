@@ -39,9 +39,33 @@ void gc_test_free(void *p) {
   else free(p);
 }
 
+void *gc_test_alloc_as(int symmetric, size_t bytes) {
+  if (!symmetric) return gc_test_alloc(bytes);
+  void *p = NULL;
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  return p;
+}
+
+void gc_test_free_as(int symmetric, void *p) {
+  if (!symmetric) gc_test_free(p);
+  else if (p) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
+}
+
 void gc_test_download(void *host_dst, const void *src, size_t bytes) {
   if (gc_test_on_gpu) GC_TEST_OK(gc_memcpy(gc_test_comm, host_dst, src, bytes));
   else memcpy(host_dst, src, bytes);
+}
+
+int gc_test_fetch_checked(void *host, const void *dev, size_t bytes, int guarded, const char *what) {
+  gc_test_download(host, dev, bytes + (guarded ? GUARD : 0));
+  if (!guarded) return 1;
+  for (size_t i = 0; i < GUARD; i++)
+    if (((const unsigned char *)host)[bytes + i] != 0xff) {
+      fprintf(stderr, "[rank %d] %s: wrote past the end of the output\n", gc_test_rank, what);
+      return 0;
+    }
+  return 1;
 }
 
 void gc_test_poison(void *buf, size_t bytes) {

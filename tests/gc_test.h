@@ -37,6 +37,13 @@ extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED 
 void *gc_test_alloc(size_t bytes);
 void gc_test_free(void *p);
 void gc_test_download(void *host_dst, const void *src, size_t bytes);
+/* A buffer from gc_mem_alloc (symmetric = 1; collective: every rank calls in the same order) or
+ * from gc_test_alloc; gc_test_free_as frees it with the same flag. */
+void *gc_test_alloc_as(int symmetric, size_t bytes);
+void gc_test_free_as(int symmetric, void *p);
+/* Downloads `bytes` of output plus, when guarded, the GUARD bytes after it; 0 (and a note on
+ * stderr naming `what`) when the guard was written. */
+int gc_test_fetch_checked(void *host, const void *dev, size_t bytes, int guarded, const char *what);
 /* Fills with 0xFF bytes: a NaN in every float type (fp8 included), so unwritten output shows. */
 void gc_test_poison(void *buf, size_t bytes);
 

@@ -18,35 +18,9 @@ static int salt_counter = 1000000;
 static gc_algo_t mode_algo = GC_ALGO_AUTO;
 static int mode_symmetric = 0;
 
-/* A buffer from gc_mem_alloc (sym; every rank calls in the same order) or a plain one, and the
- * same for the mode the cases run in. */
-static void *alloc_sym_or_plain(int sym, size_t bytes) {
-  if (!sym) return gc_test_alloc(bytes);
-  void *p = NULL;
-  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
-  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-  return p;
-}
-
-static void free_sym_or_plain(int sym, void *p) {
-  if (!sym) gc_test_free(p);
-  else if (p) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
-}
-
-static void *buf_alloc(size_t bytes) { return alloc_sym_or_plain(mode_symmetric, bytes); }
-static void buf_free(void *p) { free_sym_or_plain(mode_symmetric, p); }
-
-/* Downloads `bytes` of output plus the guard after it; 0 when the guard was written. */
-static int fetch_checked(char *host, const char *dev, size_t bytes, int guarded, const char *what) {
-  gc_test_download(host, dev, bytes + (guarded ? GUARD : 0));
-  if (!guarded) return 1;
-  for (size_t i = 0; i < GUARD; i++)
-    if ((unsigned char)host[bytes + i] != 0xff) {
-      fprintf(stderr, "[rank %d] %s: wrote past the end of the output\n", gc_test_rank, what);
-      return 0;
-    }
-  return 1;
-}
+/* Buffers in the mode the cases run in (gc_mem_alloc or plain). */
+static void *buf_alloc(size_t bytes) { return gc_test_alloc_as(mode_symmetric, bytes); }
+static void buf_free(void *p) { gc_test_free_as(mode_symmetric, p); }
 
 /* A collective's result, synchronized when it succeeded; 0 (and a note on stderr) on failure. */
 static int finished(gc_result_t r, const char *what) {
@@ -129,7 +103,7 @@ static int run_rs(const rs_case_t *c) {
   int ok = finished(r, what);
   char *host = malloc(mine * osz + GUARD);
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
-  if (ok) ok = fetch_checked(host, recv, mine * osz, !c->in_place, what);
+  if (ok) ok = gc_test_fetch_checked(host, recv, mine * osz, !c->in_place, what);
   if (ok) ok = gc_test_check_red(what, &R, host, mine, 1) == 0;
   free(host);
   free(add_host);
@@ -295,7 +269,7 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
   for (int rr = 0; rr < n; rr++) expected_input(want + (size_t)rr * count * es, dt, rr, salt, count);
-  if (ok) ok = fetch_checked(host, recv, total * es, 1, what);
+  if (ok) ok = gc_test_fetch_checked(host, recv, total * es, 1, what);
   if (ok && memcmp(host, want, total * es) != 0) {
     size_t i = 0;
     while (memcmp(host + i * es, want + i * es, es) == 0) i++;
@@ -346,7 +320,7 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(host);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
   expected_input(want, dt, root, salt, count);
-  if (ok) ok = fetch_checked(host, recv, count * es, 1, what);
+  if (ok) ok = gc_test_fetch_checked(host, recv, count * es, 1, what);
   if (ok && memcmp(host, want, count * es) != 0) {
     fprintf(stderr, "[rank %d] %s: wrong data\n", me, what);
     ok = 0;
@@ -738,7 +712,7 @@ static int seq_check(const seq_call_t *c, int i) {
   char *h = malloc(out_bytes + GUARD), *want = malloc(out_bytes + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-  int ok = fetch_checked(h, c->recv, out_bytes, 1, what);
+  int ok = gc_test_fetch_checked(h, c->recv, out_bytes, 1, what);
   if (ok && (c->kind == SEQ_AR || c->kind == SEQ_RS)) {
     gc_test_red_t R;
     gc_test_red_init(&R, c->dtype, c->op, c->salt);
@@ -768,9 +742,9 @@ static void seq_prepare(seq_call_t *c) {
   const size_t es = gc_dtype_size(c->dtype), os = gc_dtype_size(c->out_dtype);
   size_t in_bytes, out_bytes;
   seq_sizes(c, &in_bytes, &out_bytes);
-  c->recv_base = alloc_sym_or_plain(c->sym, c->offset * os + out_bytes + GUARD);
+  c->recv_base = gc_test_alloc_as(c->sym, c->offset * os + out_bytes + GUARD);
   c->recv = c->recv_base + c->offset * os;
-  c->send_base = c->in_place ? c->recv_base : alloc_sym_or_plain(c->sym, c->offset * es + in_bytes);
+  c->send_base = c->in_place ? c->recv_base : gc_test_alloc_as(c->sym, c->offset * es + in_bytes);
   c->send = c->send_base + c->offset * es;
   gc_test_poison(c->recv, out_bytes + GUARD);
   if (c->kind != SEQ_BC || gc_test_rank == c->root) gc_test_fill(c->send, in_bytes / es, c->dtype, gc_test_rank, c->salt);
@@ -834,8 +808,8 @@ static int seq_run(seq_call_t *calls, int ncalls) {
       checked++;
     }
   for (int i = ncalls - 1; i >= 0; i--) { /* symmetric buffers: freed alike on every rank */
-    if (!calls[i].in_place) free_sym_or_plain(calls[i].sym, calls[i].send_base);
-    free_sym_or_plain(calls[i].sym, calls[i].recv_base);
+    if (!calls[i].in_place) gc_test_free_as(calls[i].sym, calls[i].send_base);
+    gc_test_free_as(calls[i].sym, calls[i].recv_base);
     gc_test_free(calls[i].add);
     free(calls[i].add_host);
   }

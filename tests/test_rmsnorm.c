@@ -48,28 +48,6 @@ static double x_ref(gc_dtype_t dt, int salt, size_t i, const void *res_host) {
   return gc__load_double(t, 0, dt);
 }
 
-static void *rn_alloc(int symmetric, size_t bytes) {
-  void *p = NULL;
-  if (!symmetric) return gc_test_alloc(bytes);
-  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes, &p));
-  return p;
-}
-
-static void rn_free(int symmetric, void *p) {
-  if (symmetric) GC_TEST_OK(gc_mem_free(gc_test_comm, p));
-  else gc_test_free(p);
-}
-
-/* 1 when the guard after `bytes` of a downloaded buffer is untouched. */
-static int guard_kept(const unsigned char *host, size_t bytes, const char *what, const char *name) {
-  for (size_t b = 0; b < GUARD; b++)
-    if (host[bytes + b] != 0xff) {
-      fprintf(stderr, "[rank %d] %s: wrote past the end of %s\n", gc_test_rank, what, name);
-      return 0;
-    }
-  return 1;
-}
-
 /* Runs one case on `comm` (every rank), graph-captured and replayed `replays` times when > 0;
  * returns 1 when this rank's outputs are right. */
 static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
@@ -82,7 +60,7 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
            gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off, replays ? " graph" : "");
 
   /* inputs: this rank's rows, and the shared gamma and residual (rank -1) */
-  char *send_base = rn_alloc(c->symmetric, (off + count) * es);
+  char *send_base = gc_test_alloc_as(c->symmetric, (off + count) * es);
   char *send = send_base + off * es;
   gc_test_fill(send, count, dt, gc_test_rank, salt);
   char *gamma_base = gc_test_alloc((off + c->cols) * es), *gamma = gamma_base + off * es;
@@ -163,13 +141,11 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
   unsigned char *out_host = malloc(count + GUARD), *sc_host = malloc(c->rows * sizeof(float) + GUARD);
   unsigned char *x_host = keeps_x ? malloc(count * es + GUARD) : NULL;
   CU_ASSERT_FATAL(out_host && sc_host && (!keeps_x || x_host));
-  gc_test_download(out_host, out, count + GUARD);
-  gc_test_download(sc_host, scales, c->rows * sizeof(float) + GUARD);
-  if (keeps_x) gc_test_download(x_host, xout, count * es + GUARD);
-  if (ok) {
-    ok = guard_kept(out_host, count, what, "outbuf") && guard_kept(sc_host, c->rows * sizeof(float), what, "scales") &&
-         (!keeps_x || guard_kept(x_host, count * es, what, "residual_out"));
-  }
+  /* every output downloaded with the guard after it (& not &&: all of them, whatever the first) */
+  const int kept = gc_test_fetch_checked(out_host, out, count, 1, what) &
+                   gc_test_fetch_checked(sc_host, scales, c->rows * sizeof(float), 1, what) &
+                   (!keeps_x || gc_test_fetch_checked(x_host, xout, count * es, 1, what));
+  ok = ok && kept;
   size_t wrong = 0;
   for (size_t row = 0; ok && row < c->rows; row++) {
     float got_scale;
@@ -217,7 +193,7 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
   free(x);
   free(ref_scale);
   free(r_row);
-  rn_free(c->symmetric, send_base);
+  gc_test_free_as(c->symmetric, send_base);
   gc_test_free(gamma_base);
   gc_test_free(res_base);
   gc_test_free(xout_base);

@@ -663,15 +663,12 @@ static int m_allreduce_rmsnorm_fp8(lua_State *L) {
   if (!lua_isnoneornil(L, oi)) {
     luaL_checktype(L, oi, LUA_TTABLE);
     check_keys(L, oi, keys);
-    if (lua_getfield(L, oi, "epsilon") != LUA_TNIL)
-      norm.epsilon = (float)opt_number_at(L, -1, oi, "epsilon");
-    lua_pop(L, 1);
-    if (lua_getfield(L, oi, "weight_offset") != LUA_TNIL)
-      norm.weight_offset = (float)opt_number_at(L, -1, oi, "weight_offset");
-    lua_pop(L, 1);
-    if (lua_getfield(L, oi, "scale_ub") != LUA_TNIL)
-      norm.scale_ub = (float)opt_number_at(L, -1, oi, "scale_ub");
-    lua_pop(L, 1);
+    const struct { const char *key; float *at; } numbers[] = {
+        {"epsilon", &norm.epsilon}, {"weight_offset", &norm.weight_offset}, {"scale_ub", &norm.scale_ub}};
+    for (int i = 0; i < 3; i++) {
+      if (lua_getfield(L, oi, numbers[i].key) != LUA_TNIL) *numbers[i].at = (float)opt_number_at(L, -1, oi, numbers[i].key);
+      lua_pop(L, 1);
+    }
     if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) {
       gc_dtype_t od = dtype_at(L, -1, oi, "out_dtype");
       if (od != out->dtype)
