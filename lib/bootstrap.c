@@ -69,6 +69,10 @@ gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg)
   GC_MPI_CHECK(NULL, MPI_Comm_size(comm->local, &comm->local_size));
   int leader = comm->local_rank == 0;
   GC_MPI_CHECK(NULL, MPI_Allreduce(&leader, &comm->node_count, 1, MPI_INT, MPI_SUM, comm->mpi));
+  int sizes[2] = {comm->local_size, -comm->local_size}, fewest_most[2];
+  GC_MPI_CHECK(NULL, MPI_Allreduce(sizes, fewest_most, 2, MPI_INT, MPI_MIN, comm->mpi));
+  comm->node_size_min = fewest_most[0];
+  comm->node_size_max = -fewest_most[1];
   return GC_SUCCESS;
 }
 

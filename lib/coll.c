@@ -620,6 +620,16 @@ static size_t ll_need(gc_comm_t comm, gc__coll_t coll, gc_dtype_t dtype, gc_dtyp
   return row * (size_t)comm->local_size;
 }
 
+/* The MPI path cannot run inside a CUDA graph capture: refused with `why` before it starts. */
+static gc_result_t refuse_capture(gc_comm_t comm, void *stream, const char *why) {
+  if (comm->device < 0) return GC_SUCCESS;
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing((cudaStream_t)stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone)
+    return GC_FAIL(comm, GC_ERR_INVALID_USAGE, "%s cannot run inside CUDA graph capture", why);
+  (void)cudaGetLastError();
+  return GC_SUCCESS;
+}
+
 static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,
                                const ptrs_t *ptrs, void *stream, gc__plan_t *plan, int *use_p2p) {
   GC_CHECK(gc__dispatch(comm, coll, bytes, ll_bytes, o, plan));
@@ -634,13 +644,7 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
   if (plan->algo != GC_ALGO_MPI && !all_device && o->algo != GC_ALGO_AUTO)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm %s needs device buffers of this rank's GPU",
                    gc_algo_name(o->algo));
-  if (!*use_p2p && comm->device >= 0) {
-    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing((cudaStream_t)stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone)
-      return GC_FAIL(comm, GC_ERR_INVALID_USAGE,
-                     "the MPI path (host buffers or no peer access) cannot run inside CUDA graph capture");
-    (void)cudaGetLastError();
-  }
+  if (!*use_p2p) GC_CHECK(refuse_capture(comm, stream, "the MPI path (host buffers or no peer access)"));
   return GC_SUCCESS;
 }
 
@@ -670,7 +674,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
   GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es,
                        ll_need(comm, GC_COLL_ALLREDUCE, dtype, o.out_dtype, count * es), &o, &p, stream, &plan, &p2p));
   if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
-  return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
+  return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, NULL, (cudaStream_t)stream);
 }
 
 gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
@@ -705,7 +709,7 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
   if (host) full = malloc(total * ws);
   else if (cudaMalloc(&full, total * ws) != cudaSuccess) full = NULL;
   if (!full) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_reducescatter_2d: no memory for a %zu-byte temporary", total * ws);
-  gc_result_t r = gc__mpi_allreduce(comm, send, full, total, dtype, op, &plain, stream);
+  gc_result_t r = gc__mpi_allreduce(comm, send, full, total, dtype, op, &plain, NULL, stream);
   size_t c0 = sp->off[comm->rank], w = sp->len[comm->rank];
   for (size_t i = 0; r == GC_SUCCESS && w && i < sp->rows; i++) {
     const char *src = (const char *)full + (i * sp->cols + c0) * ws;
@@ -899,6 +903,134 @@ gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype
 gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                          void *stream) {
   return gc_broadcast_ex(send, recv, count, dtype, root, comm, stream, NULL);
+}
+
+/* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
+
+/* The checks both mixed operations start with; *o gets the resolved options. */
+static gc_result_t mixed_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts, size_t count,
+                               gc_options_t *o) {
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
+  GC_CHECK(check_dtype(comm, dtype, 1));
+  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  GC_CHECK(resolve_options(comm, opts, dtype, 1, o));
+  if (count > SIZE_MAX / 8 / (size_t)comm->size) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
+  if (comm->node_size_min != comm->node_size_max)
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                   "mixed operations need the same number of ranks on every node; nodes here have %d to %d",
+                   comm->node_size_min, comm->node_size_max);
+  return GC_SUCCESS;
+}
+
+/* Several nodes of several ranks: refuses capture, then makes the groups (first call). */
+static gc_result_t mixed_groups(gc_comm_t comm, void *stream) {
+  GC_CHECK(refuse_capture(comm, stream, "a mixed operation across nodes (its inter-node part runs on MPI)"));
+  return gc__mixed_groups(comm);
+}
+
+/* The result of a call on one of comm's groups; a failure is reported on comm too. */
+static gc_result_t on_group(gc_comm_t comm, gc_comm_t group, gc_result_t r) {
+  if (r == GC_SUCCESS) return r;
+  return GC_FAIL(comm, r, "%s group: %s", group == comm->node_group ? "node" : "cross",
+                 gc__message_body(gc_comm_last_error(group)));
+}
+
+static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                                gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  gc_options_t o;
+  GC_CHECK(mixed_begin(comm, dtype, op, opts, count, &o));
+  if (count == 0) return GC_SUCCESS;
+  if (!send || !recv)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_reducescatter_allreduce: %s is NULL", send ? "recvbuf" : "sendbuf");
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
+  ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * es) : PTRDIFF_MAX;
+  if (bad_overlap(send, L * count * es, recv, count * os, inplace))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  if (o.add && bad_overlap(o.add, count * es, recv, count * os, 0))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
+  /* One node: the reduce-scatter is the whole operation; one rank per node: the all-reduce is. */
+  if (comm->node_count == 1) return reducescatter_ex_impl(send, recv, count, dtype, op, comm, stream, &o);
+  if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
+  if (op == GC_AVG && (dtype == GC_INT32 || dtype == GC_UINT8))
+    return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                   "GC_AVG of %s across nodes would wrap the nodes' partial sums; use int64, or GC_SUM and divide",
+                   gc_dtype_name(dtype));
+  GC_CHECK(mixed_groups(comm, stream));
+
+  /* Inside the node: op (a sum for GC_AVG) without epilogue, into partials of float32 for half
+   * types, else of dtype. Across nodes: op over the partials, then the epilogue, rounding once. */
+  gc_dtype_t part = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
+  gc_options_t inside = o, across = GC_OPTIONS_INIT;
+  inside.scale = 1.0;
+  inside.add = NULL;
+  inside.out_dtype = part;
+  across.scale = o.scale;
+  across.add = o.add;
+  across.out_dtype = o.out_dtype;
+  gc__mpi_mix_t mix = {dtype, comm->size};
+  /* The partials go to recv when they have its type, else to a temporary where the input is. */
+  void *partial = recv;
+  int on_device = gc__ptr_kind(comm, send) == GC_PTR_DEVICE_OWN;
+  if (part != o.out_dtype) {
+    size_t bytes = count * gc_dtype_size(part);
+    if (on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(&partial, bytes, (cudaStream_t)stream));
+    else if (!(partial = malloc(bytes))) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes", bytes);
+  }
+  gc_comm_t node = comm->node_group, cross = comm->cross_group;
+  gc_result_t r = on_group(comm, node, gc_reducescatter_ex(send, partial, count, dtype, op == GC_AVG ? GC_SUM : op,
+                                                           node, stream, &inside));
+  if (r == GC_SUCCESS)
+    r = on_group(comm, cross, gc__mpi_allreduce(cross, partial, recv, count, part, op, &across, &mix,
+                                                (cudaStream_t)stream));
+  if (partial != recv) {
+    if (!on_device) free(partial);
+    else if (cudaFreeAsync(partial, (cudaStream_t)stream) != cudaSuccess && r == GC_SUCCESS)
+      r = GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync of the partials failed");
+  }
+  return r;
+}
+
+gc_result_t gc_reducescatter_allreduce(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
+                                       gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, reducescatter_allreduce_impl(send, recv, recvcount, dtype, op, comm, stream, opts));
+}
+
+static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                            gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  gc_options_t o;
+  GC_CHECK(mixed_begin(comm, dtype, op, opts, count, &o));
+  if (count == 0) return GC_SUCCESS;
+  if (!send || !recv)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_allgather: %s is NULL", send ? "recvbuf" : "sendbuf");
+  size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
+  void *mine = (char *)recv + (size_t)comm->local_rank * count * os; /* this rank's block of recv */
+  ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * os) : PTRDIFF_MAX;
+  if (bad_overlap(recv, L * count * os, send, count * es, inplace))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  if (o.add && bad_overlap(o.add, count * es, recv, L * count * os, PTRDIFF_MAX) && o.add != mine)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector overlaps recvbuf");
+  int epilogue = o.scale != 1.0 || o.add || o.out_dtype != dtype;
+  /* One rank per node: the all-reduce is the whole operation; one node without an epilogue: the
+   * all-gather is (an all-reduce over one rank changes nothing). */
+  if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
+  if (comm->node_count == 1 && !epilogue) return allgather_ex_impl(send, recv, count, dtype, comm, stream, &o);
+  GC_CHECK(mixed_groups(comm, stream));
+  /* Across nodes into this rank's block of recv, then the node's blocks gathered in place. */
+  gc_options_t plain = o;
+  plain.scale = 1.0;
+  plain.add = NULL;
+  plain.out_dtype = GC_DTYPE_SAME;
+  gc_comm_t node = comm->node_group, cross = comm->cross_group;
+  gc_result_t r = on_group(comm, cross, gc__mpi_allreduce(cross, send, mine, count, dtype, op, &o, NULL,
+                                                          (cudaStream_t)stream));
+  if (r == GC_SUCCESS)
+    r = on_group(comm, node, gc_allgather_ex(mine, recv, count, o.out_dtype, node, stream, &plain));
+  return r;
+}
+
+gc_result_t gc_allreduce_allgather(const void *send, void *recv, size_t sendcount, gc_dtype_t dtype, gc_op_t op,
+                                   gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_ON_DEVICE(comm, allreduce_allgather_impl(send, recv, sendcount, dtype, op, comm, stream, opts));
 }
 
 /* ---- all-reduce + RMSNorm + FP8 ------------------------------------------------------------- */

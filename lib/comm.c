@@ -188,11 +188,7 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
     char msg[sizeof comm->last_error];
     snprintf(msg, sizeof msg, "%s", comm->last_error[0] ? comm->last_error : gc_comm_last_error(NULL));
     comm_free(comm);
-    /* The message starts with its result's name, which gc__fail puts in front again. */
-    const char *name = gc_result_name(r), *text = msg;
-    size_t len = strlen(name);
-    if (strncmp(msg, name, len) == 0 && strncmp(msg + len, ": ", 2) == 0) text = msg + len + 2;
-    gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_init: %s", text);
+    gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_init: %s", gc__message_body(msg));
     return r;
   }
   *out = comm;
@@ -203,8 +199,48 @@ gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cf
   return gc_comm_init(out, MPI_Comm_f2c(fcomm), cfg);
 }
 
+/* The groups of the mixed operations: communicators of our own, over this rank's node (L ranks, so
+ * the peer-to-peer kernels serve it) and over the ranks of its local rank on every node (one rank
+ * per node: MPI). Same GPU, staging and timeout as comm. */
+gc_result_t gc__mixed_groups(gc_comm_t comm) {
+  if (comm->node_group) return GC_SUCCESS;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.device = comm->device;
+  cfg.use_gpu = comm->device >= 0;
+  cfg.staging_bytes = comm->tp.staging_bytes;
+  cfg.timeout_ms = comm->timeout_ms;
+  cfg.local_size = comm->local_size;
+  gc_result_t r = gc_comm_init(&comm->node_group, comm->local, &cfg);
+  const char *which = "node";
+  if (r == GC_SUCCESS) {
+    MPI_Comm cross;
+    int m = MPI_Comm_split(comm->mpi, comm->local_rank, comm->rank, &cross);
+    if (m != MPI_SUCCESS) return gc__mpi_fail(comm, m, "MPI_Comm_split (cross group)", __FILE__, __LINE__);
+    cfg.local_size = 1;
+    r = gc_comm_init(&comm->cross_group, cross, &cfg);
+    which = "cross";
+    MPI_Comm_free(&cross);
+  }
+  gc__log_rank = comm->rank; /* the groups' setup logged with their own ranks */
+  if (r != GC_SUCCESS) {
+    /* The ranks that succeeded keep their groups until gc_comm_destroy; nothing runs on them. */
+    comm->sticky = r;
+    return GC_FAIL(comm, r, "setting up the %s group of the mixed operations: %s", which,
+                   gc__message_body(gc_comm_last_error(NULL)));
+  }
+  return GC_SUCCESS;
+}
+
 static gc_result_t comm_destroy(gc_comm_t comm) {
   gc_result_t r = GC_SUCCESS;
+  /* The groups first: every rank of comm is in one of each, so these are collective too. */
+  gc_comm_t groups[2] = {comm->cross_group, comm->node_group};
+  for (int g = 0; g < 2; g++) {
+    if (!groups[g]) continue;
+    gc_result_t d = gc_comm_destroy(groups[g]);
+    if (d != GC_SUCCESS && r == GC_SUCCESS)
+      r = GC_FAIL(comm, d, "destroying a mixed group: %s", gc__message_body(gc_comm_last_error(NULL)));
+  }
   if (comm->device >= 0) {
     /* Kernels in flight may still read peers' buffers or be read: finish ours, then wait for
      * every rank before unmapping. The barrier is bounded, so a dead peer cannot hang us. */
@@ -231,7 +267,9 @@ gc_result_t gc_comm_destroy(gc_comm_t comm) {
 gc_result_t gc_comm_abort(gc_comm_t comm, int errorcode) {
   GC_CHECK(gc__comm_check(comm));
   /* Kernels of this rank that wait on peers see the flag at their next timeout check. */
-  if (comm->tp.error_host) *(volatile uint32_t *)comm->tp.error_host = 2;
+  gc_comm_t all[3] = {comm, comm->node_group, comm->cross_group};
+  for (int i = 0; i < 3; i++)
+    if (all[i] && all[i]->tp.error_host) *(volatile uint32_t *)all[i]->tp.error_host = 2;
   GC_WARN(GC_SUB_ALL, "gc_comm_abort(%d) called on rank %d", errorcode, comm->rank);
   MPI_Abort(comm->mpi, errorcode);
   return GC_FAIL(comm, GC_ERR_MPI, "MPI_Abort returned");
@@ -284,6 +322,12 @@ gc_result_t gc__comm_health(gc_comm_t comm) {
     return GC_FAIL(comm, GC_ERR_TIMEOUT,
                    "a kernel waited more than %d ms (GC_TIMEOUT_MS) for a peer and gave up", comm->timeout_ms);
   }
+  gc_comm_t groups[2] = {comm->node_group, comm->cross_group};
+  for (int g = 0; g < 2; g++)
+    if (groups[g] && gc__comm_health(groups[g]) != GC_SUCCESS) {
+      comm->sticky = groups[g]->sticky;
+      return GC_FAIL(comm, comm->sticky, "in a mixed operation's group: %s", gc__message_body(groups[g]->last_error));
+    }
   return GC_SUCCESS;
 }
 

@@ -59,6 +59,14 @@ gc_result_t gc__fail(gc_comm_t comm, gc_result_t code, const char *file, int lin
   return code;
 }
 
+const char *gc__message_body(const char *msg) {
+  const char *sep = strstr(msg, ": ");
+  if (!sep || strncmp(msg, "GC_", 3) != 0) return msg;
+  for (const char *c = msg; c < sep; c++)
+    if (*c == ' ') return msg;
+  return sep + 2;
+}
+
 void gc__clear_error(gc_comm_t comm) {
   size_t len;
   char *slot = error_slot(comm, &len);

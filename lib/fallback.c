@@ -98,9 +98,10 @@ static void store_int(void *buf, size_t i, gc_dtype_t dt, int64_t v) {
 
 /* What a reduction needs to know besides the data. */
 typedef struct {
-  gc_dtype_t dt, odt;
+  gc_dtype_t dt, odt, adt; /* input, output, and the epilogue's add vector */
   gc_op_t op;
   int n;
+  int avg_n;    /* GC_AVG divides by this: n, or the parent's rank count in a mixed operation */
   double scale; /* opts->scale (floats only) */
   void *acc;    /* scratch: one accumulator per element of the largest slice */
 } red_t;
@@ -136,7 +137,7 @@ typedef struct {
   } while (0)
 
 /* Reduces gath (n rows of len elements of R->dt, row r from rank r) element-wise in rank order,
- * applies the epilogue (add: len elements of R->dt or NULL) and writes len elements of R->odt. */
+ * applies the epilogue (add: len elements of R->adt or NULL) and writes len elements of R->odt. */
 static void reduce_slice(const red_t *R, const char *gath, size_t len, const void *add, void *out) {
   size_t isz = gc_dtype_size(R->dt);
   switch (acc_kind(R->dt)) {
@@ -146,22 +147,22 @@ static void reduce_slice(const red_t *R, const char *gath, size_t len, const voi
       /* The scale is formed in double (scale / n for AVG, as coll.c hands it to the kernels) and
        * rounded once to the accumulator type. Separate multiply and add: no fused multiply-add
        * (x86-64 C without -mfma never contracts; the kernels must use __fmul_rn/__fadd_rn). */
-      float s = (float)(R->op == GC_AVG ? R->scale / R->n : R->scale);
+      float s = (float)(R->op == GC_AVG ? R->scale / R->avg_n : R->scale);
       if (s != 1.0f)
         for (size_t j = 0; j < len; j++) a[j] = a[j] * s;
       if (add)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] + (float)gc__load_double(add, j, R->dt);
+        for (size_t j = 0; j < len; j++) a[j] = a[j] + (float)gc__load_double(add, j, R->adt);
       for (size_t j = 0; j < len; j++) gc__store_double(out, j, R->odt, (double)a[j]);
       break;
     }
     case ACC_DOUBLE: {
       RED_LOOP(double, gc__load_double);
       double *a = R->acc;
-      double s = R->op == GC_AVG ? R->scale / R->n : R->scale;
+      double s = R->op == GC_AVG ? R->scale / R->avg_n : R->scale;
       if (s != 1.0)
         for (size_t j = 0; j < len; j++) a[j] = a[j] * s;
       if (add)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] + gc__load_double(add, j, R->dt);
+        for (size_t j = 0; j < len; j++) a[j] = a[j] + gc__load_double(add, j, R->adt);
       for (size_t j = 0; j < len; j++) gc__store_double(out, j, R->odt, a[j]);
       break;
     }
@@ -184,9 +185,9 @@ static void reduce_slice(const red_t *R, const char *gath, size_t len, const voi
         }
       }
       if (R->op == GC_AVG) /* C division: truncates toward zero */
-        for (size_t j = 0; j < len; j++) a[j] = (uint64_t)((int64_t)a[j] / (int64_t)R->n);
+        for (size_t j = 0; j < len; j++) a[j] = (uint64_t)((int64_t)a[j] / (int64_t)R->avg_n);
       if (add)
-        for (size_t j = 0; j < len; j++) a[j] += (uint64_t)load_int(add, j, R->dt);
+        for (size_t j = 0; j < len; j++) a[j] += (uint64_t)load_int(add, j, R->adt);
       for (size_t j = 0; j < len; j++) store_int(out, j, R->odt, (int64_t)a[j]);
       break;
     }
@@ -300,7 +301,7 @@ typedef struct {
   gc_comm_t comm;
   cudaStream_t stream;
   red_t R;
-  size_t isz, osz;
+  size_t isz, osz, asz; /* element sizes of input, output, add vector */
   int allreduce;
   size_t count, C;      /* allreduce: total elements and elements per round */
   const size_t *counts; /* reduce-scatter: every rank's block */
@@ -384,10 +385,10 @@ static gc_result_t round_fetch(rctx_t *X, size_t k, const char **in, const char 
 
   *add = NULL;
   if (X->add) {
-    *add = X->add + out_off * X->isz;
+    *add = X->add + out_off * X->asz;
     if (X->add_dev) {
       if (mylen)
-        GC_CUDA_CHECK(comm, cudaMemcpyAsync(st + X->st_add, *add, mylen * X->isz,
+        GC_CUDA_CHECK(comm, cudaMemcpyAsync(st + X->st_add, *add, mylen * X->asz,
                                             cudaMemcpyDeviceToHost, X->stream));
       *add = st + X->st_add;
     }
@@ -468,7 +469,7 @@ static gc_result_t reduce_run(rctx_t *X, size_t max_in, size_t max_mine) {
     X->st_in = 0;
     X->st_out = (max_in * X->isz + 255) & ~(size_t)255;
     X->st_add = X->st_out + ((out_elems * X->osz + 255) & ~(size_t)255);
-    RC_TRY(stage_reserve(comm, X->st_add + max_mine * X->isz + 256));
+    RC_TRY(stage_reserve(comm, X->st_add + max_mine * X->asz + 256));
     RC_TRY(evs_make(comm, &X->ev));
   }
 
@@ -498,11 +499,13 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
   X->stream = stream;
   X->R.dt = dtype;
   X->R.odt = opts && opts->out_dtype != GC_DTYPE_SAME ? opts->out_dtype : dtype;
+  X->R.adt = dtype;
   X->R.op = op;
-  X->R.n = comm->size;
+  X->R.n = X->R.avg_n = comm->size;
   X->R.scale = opts && gc__dtype_is_float(dtype) ? opts->scale : 1.0;
   X->isz = gc_dtype_size(X->R.dt);
   X->osz = gc_dtype_size(X->R.odt);
+  X->asz = X->isz;
   X->send = send;
   X->recv = recv;
   X->add = opts ? opts->add : NULL;
@@ -513,10 +516,15 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
 
 gc_result_t gc__mpi_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
-                              cudaStream_t stream) {
+                              const gc__mpi_mix_t *mix, cudaStream_t stream) {
   if (count == 0) return GC_SUCCESS;
   rctx_t X;
   rctx_common(&X, comm, send, recv, dtype, op, opts, stream);
+  if (mix) {
+    X.R.adt = mix->add_dtype;
+    X.asz = gc_dtype_size(mix->add_dtype);
+    X.R.avg_n = mix->avg_ranks;
+  }
   X.allreduce = 1;
   X.count = count;
   /* the larger element size sets the chunk, so the pinned chunks stay near GC_MPI_CHUNK_BYTES */

@@ -91,6 +91,9 @@ GC_HIDDEN gc_result_t gc__fail(gc_comm_t comm, gc_result_t code, const char *fil
                                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 GC_HIDDEN void gc__clear_error(gc_comm_t comm);
 #define GC_FAIL(comm, code, ...) gc__fail((comm), (code), __FILE__, __LINE__, __VA_ARGS__)
+/* A recorded message without the "GC_ERR_...: " that gc__fail put in front (for passing a
+ * message on to another gc__fail, which adds its own). */
+GC_HIDDEN const char *gc__message_body(const char *msg);
 
 #define GC_CHECK(expr)                                                                  \
   do {                                                                                  \
@@ -173,6 +176,7 @@ struct gc_comm {
   MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
   int rank, size;
   int local_rank, local_size, node_count;
+  int node_size_min, node_size_max; /* the fewest and most ranks of a node */
   int host_rank;      /* rank among the processes of this host (picks the GPU) */
   int device;         /* -1: host-only rank */
   int sm_count;
@@ -205,6 +209,9 @@ struct gc_comm {
   char *algo_table_text;
   struct gc__tuned *tuned; /* rows from gc_autotune / gc_tune_load, first match wins; NULL = none */
   int tuned_count;
+  /* The mixed operations' groups (gc__mixed_groups): this rank's node, and the ranks with its
+   * local rank on every node. NULL until the first mixed call; destroyed with the communicator. */
+  gc_comm_t node_group, cross_group;
   char last_error[1024];
 };
 
@@ -225,8 +232,12 @@ GC_HIDDEN void gc__device_leave(gc_comm_t comm, int prev);
 /* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
 GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);
 GC_HIDDEN bool gc__comm_is_live(gc_comm_t comm);
-/* GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout. */
+/* GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout, here or
+ * in one of its mixed operations' groups. */
 GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
+/* Makes comm->node_group and comm->cross_group (collective; once; nodes of one size). A failure
+ * leaves the communicator failed. */
+GC_HIDDEN gc_result_t gc__mixed_groups(gc_comm_t comm);
 
 /* ---------------------------------------------------------------------------------------------
  * Element conversions and the host epilogue (types.c): used by the MPI path and the tests.
@@ -308,9 +319,16 @@ GC_HIDDEN int gc__boot_query_cuda_aware(void);
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one
  * chunk overlapped with the communication of the previous one. Every call completes (stream
  * synchronized) before it returns. opts carries the epilogue (already validated). */
+/* What a mixed operation (mixed.c) changes in the all-reduce across nodes: the epilogue's add
+ * vector has another dtype than the input (a float32 partial sum plus a bfloat16 bias), and
+ * GC_AVG divides by the parent communicator's rank count, not this one's. NULL: neither. */
+typedef struct gc__mpi_mix {
+  gc_dtype_t add_dtype;
+  int avg_ranks;
+} gc__mpi_mix_t;
 GC_HIDDEN gc_result_t gc__mpi_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count,
                                         gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
-                                        cudaStream_t stream);
+                                        const gc__mpi_mix_t *mix, cudaStream_t stream);
 /* Reduce-scatter with per-rank counts (counts[r] elements to rank r, taken in rank order from
  * send); recv gets counts[rank] elements. */
 GC_HIDDEN gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,

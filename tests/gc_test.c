@@ -121,11 +121,12 @@ static int64_t wrap_int(gc_dtype_t dt, int64_t v) {
 
 void gc_test_red_ref(const gc_test_red_t *R, size_t i, double *ref, double *mag) {
   size_t idx = R->width ? R->base + (i / R->width) * R->stride + i % R->width : R->base + i;
-  int n = gc_test_size;
+  int first = R->rank_first, step = R->rank_step > 0 ? R->rank_step : 1;
+  int n = (gc_test_size - first + step - 1) / step; /* the ranks reduced */
   if (!gc__dtype_is_float(R->dtype)) {
     /* the test's integers are small: exact in int64 before wrapping */
-    int64_t acc = (int64_t)gc_test_input(R->dtype, 0, R->salt, idx);
-    for (int r = 1; r < n; r++) {
+    int64_t acc = (int64_t)gc_test_input(R->dtype, first, R->salt, idx);
+    for (int r = first + step; r < gc_test_size; r += step) {
       int64_t x = (int64_t)gc_test_input(R->dtype, r, R->salt, idx);
       switch (R->op) {
         case GC_SUM: case GC_AVG: acc += x; break;
@@ -141,8 +142,8 @@ void gc_test_red_ref(const gc_test_red_t *R, size_t i, double *ref, double *mag)
     *mag = fabs((double)acc);
     return;
   }
-  double acc = gc_test_input(R->dtype, 0, R->salt, idx), m = fabs(acc);
-  for (int r = 1; r < n; r++) {
+  double acc = gc_test_input(R->dtype, first, R->salt, idx), m = fabs(acc);
+  for (int r = first + step; r < gc_test_size; r += step) {
     double x = gc_test_input(R->dtype, r, R->salt, idx);
     switch (R->op) {
       case GC_SUM: case GC_AVG: acc += x; m += fabs(x); break;

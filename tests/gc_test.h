@@ -65,6 +65,8 @@ typedef struct gc_test_red {
   const void *add; /* host copy, dtype, one per output element; NULL = none */
   /* input index of output element i: base + (i / width) * stride + i % width (width 0 = i) */
   size_t base, width, stride;
+  /* the ranks reduced: rank_first, + rank_step, ... below the size (0, 0 = every rank) */
+  int rank_first, rank_step;
 } gc_test_red_t;
 void gc_test_red_init(gc_test_red_t *R, gc_dtype_t dtype, gc_op_t op, int salt);
 /* The exact (float64) expected value of output i, and the magnitude its rounding errors scale
@@ -109,6 +111,7 @@ void gc_test_suite_collectives(void);
 void gc_test_suite_p2p(void);
 void gc_test_suite_tune(void);
 void gc_test_suite_rmsnorm(void);
+void gc_test_suite_mixed(void);
 
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;

@@ -29,6 +29,7 @@ static const struct {
     {"p2p", gc_test_suite_p2p, 1},
     {"tune", gc_test_suite_tune, 1},
     {"rmsnorm", gc_test_suite_rmsnorm, 1},
+    {"mixed", gc_test_suite_mixed, 1},
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 

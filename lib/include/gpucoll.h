@@ -266,6 +266,37 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
                                    const gc_options_t *opts);
 
 /* ---------------------------------------------------------------------------------------------
+ * Mixed tensor/data-parallel operations, for communicators that span several nodes (hosts, or
+ * GC_LOCAL_SIZE / gc_config_t.local_size groups of one host), every node with the same number L
+ * of ranks. A rank's node group is the L ranks of its node; its cross group is the ranks with
+ * its local rank on every node (gc_comm_local_rank, gc_comm_node_count). The part inside a node
+ * runs the peer-to-peer kernels where they can (options.algo, max_blocks and pdl steer it); the
+ * part across nodes runs on MPI, so a call returns with its stream synchronized, and cannot be
+ * captured into a CUDA graph (one node: no MPI part, and capture works where the collective's
+ * does). The first call of a communicator sets up its node and cross groups (collective, as
+ * every call is). Nodes of different sizes: GC_ERR_UNSUPPORTED.
+ *
+ * gc_reducescatter_allreduce: sendbuf holds L * recvcount elements; recvbuf receives block
+ * local_rank reduced over every rank of the communicator: first inside each node (half types
+ * summed in float32 and kept in float32), then across nodes in node order. Bits are identical on
+ * the ranks of one cross group, and may differ from gc_allreduce's (another order). GC_AVG divides
+ * by the communicator's size (int32 and uint8 averages across nodes: GC_ERR_UNSUPPORTED, their
+ * partial sums would wrap). The epilogue (scale, add of recvcount elements, out_dtype) applies
+ * once, to the final value. In place when recvbuf == sendbuf + local_rank * recvcount.
+ *
+ * gc_allreduce_allgather: sendbuf holds sendcount elements, reduced across the cross group (GC_AVG
+ * divides by the node count; the epilogue applies to that result); recvbuf receives the L results
+ * of the node group, local rank l's at l * sendcount, identical on every rank. In place when
+ * sendbuf == recvbuf + local_rank * sendcount (same dtype).
+ * ------------------------------------------------------------------------------------------- */
+GC_API gc_result_t gc_reducescatter_allreduce(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              gc_dtype_t dtype, gc_op_t op, gc_comm_t comm, void *stream,
+                                              const gc_options_t *opts);
+GC_API gc_result_t gc_allreduce_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                          gc_dtype_t dtype, gc_op_t op, gc_comm_t comm, void *stream,
+                                          const gc_options_t *opts);
+
+/* ---------------------------------------------------------------------------------------------
  * Fused all-reduce + RMSNorm + FP8 quantization of a row-major rows x cols matrix (the same shape
  * on every rank), the step between tensor-parallel layers of a transformer. Inputs are float32,
  * float16 or bfloat16; with s the sum over ranks, in float and in rank order:
