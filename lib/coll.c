@@ -908,8 +908,8 @@ gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t 
 /* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
 
 /* The checks both mixed operations start with; *o gets the resolved options. */
-static gc_result_t mixed_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts, size_t count,
-                               gc_options_t *o) {
+static gc_result_t mixed_begin(gc_comm_t comm, const char *name, const void *send, const void *recv, size_t count,
+                               gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts, gc_options_t *o) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
   if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
@@ -919,6 +919,7 @@ static gc_result_t mixed_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, con
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
                    "mixed operations need the same number of ranks on every node; nodes here have %d to %d",
                    comm->node_size_min, comm->node_size_max);
+  if (count && (!send || !recv)) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: %s is NULL", name, send ? "recvbuf" : "sendbuf");
   return GC_SUCCESS;
 }
 
@@ -938,10 +939,8 @@ static gc_result_t on_group(gc_comm_t comm, gc_comm_t group, gc_result_t r) {
 static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   gc_options_t o;
-  GC_CHECK(mixed_begin(comm, dtype, op, opts, count, &o));
+  GC_CHECK(mixed_begin(comm, "gc_reducescatter_allreduce", send, recv, count, dtype, op, opts, &o));
   if (count == 0) return GC_SUCCESS;
-  if (!send || !recv)
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_reducescatter_allreduce: %s is NULL", send ? "recvbuf" : "sendbuf");
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
   ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * es) : PTRDIFF_MAX;
   if (bad_overlap(send, L * count * es, recv, count * os, inplace))
@@ -998,10 +997,8 @@ gc_result_t gc_reducescatter_allreduce(const void *send, void *recv, size_t recv
 static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                             gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   gc_options_t o;
-  GC_CHECK(mixed_begin(comm, dtype, op, opts, count, &o));
+  GC_CHECK(mixed_begin(comm, "gc_allreduce_allgather", send, recv, count, dtype, op, opts, &o));
   if (count == 0) return GC_SUCCESS;
-  if (!send || !recv)
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_allgather: %s is NULL", send ? "recvbuf" : "sendbuf");
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
   void *mine = (char *)recv + (size_t)comm->local_rank * count * os; /* this rank's block of recv */
   ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * os) : PTRDIFF_MAX;

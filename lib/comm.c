@@ -217,6 +217,7 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
     int m = MPI_Comm_split(comm->mpi, comm->local_rank, comm->rank, &cross);
     if (m != MPI_SUCCESS) return gc__mpi_fail(comm, m, "MPI_Comm_split (cross group)", __FILE__, __LINE__);
     cfg.local_size = 1;
+    cfg.staging_bytes = 65536; /* the least: MPI carries everything it does */
     r = gc_comm_init(&comm->cross_group, cross, &cfg);
     which = "cross";
     MPI_Comm_free(&cross);

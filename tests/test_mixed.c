@@ -101,6 +101,16 @@ static gc_options_t case_options(const mixed_case_t *c, const void *add) {
   return o;
 }
 
+/* The reference of case c's outputs (the caller picks the ranks and the input offset). */
+static gc_test_red_t case_red(const mixed_case_t *c, int salt, const void *add_host) {
+  gc_test_red_t R;
+  gc_test_red_init(&R, c->dtype, c->op, salt);
+  R.out_dtype = c->out_dtype == GC_DTYPE_SAME ? c->dtype : c->out_dtype;
+  R.scale = c->scale;
+  R.add = add_host;
+  return R;
+}
+
 /* gc_reducescatter_allreduce: rank r gets block r % L of every rank's input reduced. */
 static int run_rs_ar(gc_comm_t comm, const mixed_case_t *c) {
   int salt = ++salt_counter, L = c->L, lr = gc_test_rank % L;
@@ -119,11 +129,7 @@ static int run_rs_ar(gc_comm_t comm, const mixed_case_t *c) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   if (ok) ok = gc_test_fetch_checked(out, recv, n * osz, !c->in_place, what);
   if (ok) {
-    gc_test_red_t R;
-    gc_test_red_init(&R, dt, c->op, salt);
-    R.out_dtype = odt;
-    R.scale = c->scale;
-    R.add = add_host;
+    gc_test_red_t R = case_red(c, salt, add_host);
     R.base = (size_t)lr * n;
     ok = gc_test_check_red(what, &R, out, n, 1) == 0;
   }
@@ -158,11 +164,7 @@ static int run_ar_ag(gc_comm_t comm, const mixed_case_t *c) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   if (ok) ok = gc_test_fetch_checked(out, recv, (size_t)L * n * osz, 1, what);
   for (int l = 0; ok && l < L; l++) {
-    gc_test_red_t R;
-    gc_test_red_init(&R, dt, c->op, salt);
-    R.out_dtype = odt;
-    R.scale = c->scale;
-    R.add = add_host;
+    gc_test_red_t R = case_red(c, salt, add_host);
     R.rank_first = l;
     R.rank_step = L;
     ok = gc_test_check_red(what, &R, out + (size_t)l * n * osz, n, 1) == 0;
