@@ -413,10 +413,18 @@ static int m_index(lua_State *L) {
  *   reducescatter_2d rows x cols given          send holds rows*cols, recv the rank's part
  *   allgather       sendcount = #send           recv holds size * sendcount
  *   broadcast       count     = #recv           (send exists on the root only)
- * In place when send and recv are the same buffer: for reduce-scatter the rank's slice of it is
- * the output, for all-gather the rank's slice is the input (NCCL's in-place layout).
+ *   reducescatter_allreduce  recvcount = #send // L   recv holds recvcount
+ *   allreduce_allgather      sendcount = #send        recv holds L * sendcount
+ * (L: the communicator's local_size, the ranks of a node.) In place when send and recv are the
+ * same buffer: for reduce-scatter the rank's slice of it is the output, for all-gather the rank's
+ * slice is the input (NCCL's in-place layout); the mixed operations alike, with the slice of the
+ * rank's local rank. The add option holds as many elements as the output, but sendcount for
+ * allreduce_allgather (it applies to the all-reduce, before the gather).
  * ------------------------------------------------------------------------------------------- */
-typedef enum { C_ALLREDUCE, C_REDUCESCATTER, C_RS2D, C_ALLGATHER, C_BROADCAST } coll_t;
+typedef enum {
+  C_ALLREDUCE, C_REDUCESCATTER, C_RS2D, C_ALLGATHER, C_BROADCAST, /* nccl_coll's order */
+  C_RS_AR, C_AR_AG /* reducescatter_allreduce, allreduce_allgather */
+} coll_t;
 
 typedef struct {
   const void *send;
@@ -430,7 +438,7 @@ typedef struct {
   gc_options_t o;
 } call_t;
 
-static int reducing(coll_t k) { return k == C_ALLREDUCE || k == C_REDUCESCATTER || k == C_RS2D; }
+static int reducing(coll_t k) { return k != C_ALLGATHER && k != C_BROADCAST; }
 
 static void need(lua_State *L, int idx, const lgc_buffer_t *b, size_t n, const char *what) {
   if (b->count < n)
@@ -550,7 +558,14 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     call->o.out_dtype = out;
   }
   int inplace = send != NULL && send == recv;
-  size_t n = (size_t)c->size;
+  /* Reduce-scatter and all-gather split into the ranks, the mixed operations into the node's
+   * ranks: n parts, this rank's the slot-th. */
+  int n_parts = c->size, slot = c->rank;
+  if (k == C_RS_AR || k == C_AR_AG) {
+    gc_comm_local_size(c->comm, &n_parts);
+    gc_comm_local_rank(c->comm, &slot);
+  }
+  size_t n = (size_t)n_parts;
   size_t outcount = 0;
   call->send = send ? lgc_ptr(send) : NULL;
   call->recv = lgc_ptr(recv);
@@ -563,10 +578,11 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     outcount = call->count;
     break;
   case C_REDUCESCATTER:
+  case C_RS_AR:
     call->count = has_count ? count : send->count / n;
     need(L, 2, send, call->count * n, "send");
     if (inplace)
-      call->recv = (char *)lgc_ptr(send) + (size_t)c->rank * call->count * es;
+      call->recv = (char *)lgc_ptr(send) + (size_t)slot * call->count * es;
     else
       need(L, 3, recv, call->count, "recv");
     outcount = call->count;
@@ -580,13 +596,14 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     break;
   }
   case C_ALLGATHER:
+  case C_AR_AG:
     call->count = has_count ? count : inplace ? recv->count / n : send->count;
     if (inplace)
-      call->send = (char *)lgc_ptr(recv) + (size_t)c->rank * call->count * es;
+      call->send = (char *)lgc_ptr(recv) + (size_t)slot * call->count * es;
     else
       need(L, 2, send, call->count, "send");
     need(L, 3, recv, call->count * n, "recv");
-    outcount = call->count * n;
+    outcount = k == C_AR_AG ? call->count : call->count * n; /* the add's: the all-reduce's */
     break;
   case C_BROADCAST:
     call->count = has_count ? count : recv->count;
@@ -617,6 +634,12 @@ static gc_result_t run_gpucoll(lgc_comm_t *c, coll_t k, const call_t *a) {
   case C_BROADCAST:
     return gc_broadcast_ex(a->send, a->recv, a->count, a->dtype, a->root, c->comm, a->stream,
                            &a->o);
+  case C_RS_AR:
+    return gc_reducescatter_allreduce(a->send, a->recv, a->count, a->dtype, a->op, c->comm,
+                                      a->stream, &a->o);
+  case C_AR_AG:
+    return gc_allreduce_allgather(a->send, a->recv, a->count, a->dtype, a->op, c->comm, a->stream,
+                                  &a->o);
   }
   return GC_ERR_INTERNAL;
 }
@@ -633,6 +656,8 @@ static int m_reducescatter(lua_State *L) { return collective(L, C_REDUCESCATTER)
 static int m_reducescatter_2d(lua_State *L) { return collective(L, C_RS2D); }
 static int m_allgather(lua_State *L) { return collective(L, C_ALLGATHER); }
 static int m_broadcast(lua_State *L) { return collective(L, C_BROADCAST); }
+static int m_reducescatter_allreduce(lua_State *L) { return collective(L, C_RS_AR); }
+static int m_allreduce_allgather(lua_State *L) { return collective(L, C_AR_AG); }
 
 /* comm:allreduce_rmsnorm_fp8(send, out, scales, gamma, rows, cols [, opts]) — the fused all-reduce +
  * RMSNorm + FP8 quantization of a rows x cols matrix (gpucoll.h gives the formulas). send holds the
@@ -896,6 +921,8 @@ static const luaL_Reg comm_methods[] = {
     {"reducescatter_2d", m_reducescatter_2d},
     {"allgather", m_allgather},
     {"broadcast", m_broadcast},
+    {"reducescatter_allreduce", m_reducescatter_allreduce},
+    {"allreduce_allgather", m_allreduce_allgather},
     {"time", m_time},
     {"sync", m_sync},
     {"autotune", m_autotune},

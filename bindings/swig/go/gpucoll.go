@@ -367,7 +367,7 @@ func withOptions(opts []Option, addWant int, function string,
 		defer raw.DeleteGc_options_t(r)
 	}
 	if o.addLen >= 0 && o.add != 0 && o.addLen != addWant {
-		return invalid(function, "the add slice has %d elements, the output %d", o.addLen, addWant)
+		return invalid(function, "the add slice has %d elements, expected %d", o.addLen, addWant)
 	}
 	err := call(r)
 	runtime.KeepAlive(o.keep)
@@ -450,6 +450,38 @@ func (c *Comm) BroadcastPtr(send, recv uintptr, count int, dt DType, root int, s
 	return withOptions(opts, count, "Broadcast", func(r raw.Gc_options_t) error {
 		return raw.Gc_broadcast_ex(send, recv, int64(count), raw.Enum_SS_gc_dtype(dt), root, h,
 			stream, r)
+	})
+}
+
+// ReduceScatterAllReducePtr is the mixed tensor/data-parallel reduce-scatter: send holds
+// LocalSize()*recvcount elements; recv gets block LocalRank() of them reduced over every rank
+// (inside the node, then across nodes; Avg divides by Size()). The add option holds recvcount
+// elements. In place when recv is send's block LocalRank().
+func (c *Comm) ReduceScatterAllReducePtr(send, recv uintptr, recvcount int, dt DType, op Op,
+	stream uintptr, opts ...Option) error {
+	h, err := c.handle("ReduceScatterAllReduce")
+	if err != nil {
+		return err
+	}
+	return withOptions(opts, recvcount, "ReduceScatterAllReduce", func(r raw.Gc_options_t) error {
+		return raw.Gc_reducescatter_allreduce(send, recv, int64(recvcount), raw.Enum_SS_gc_dtype(dt),
+			raw.Enum_SS_gc_op(op), h, stream, r)
+	})
+}
+
+// AllReduceAllGatherPtr is the mixed tensor/data-parallel all-gather: send (sendcount elements)
+// is reduced over the ranks of this local rank on every node (Avg divides by the node count; the
+// add option holds sendcount elements), and recv (LocalSize()*sendcount) gets the node's results
+// in local-rank order. In place when send is recv's block LocalRank().
+func (c *Comm) AllReduceAllGatherPtr(send, recv uintptr, sendcount int, dt DType, op Op,
+	stream uintptr, opts ...Option) error {
+	h, err := c.handle("AllReduceAllGather")
+	if err != nil {
+		return err
+	}
+	return withOptions(opts, sendcount, "AllReduceAllGather", func(r raw.Gc_options_t) error {
+		return raw.Gc_allreduce_allgather(send, recv, int64(sendcount), raw.Enum_SS_gc_dtype(dt),
+			raw.Enum_SS_gc_op(op), h, stream, r)
 	})
 }
 
@@ -538,6 +570,38 @@ func AllGather[T Number](c *Comm, send, recv []T, opts ...Option) error {
 			len(send))
 	}
 	err := c.AllGatherPtr(ptrOf(send), ptrOf(recv), len(send), DTypeOf[T](), 0, opts...)
+	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
+	return err
+}
+
+// ReduceScatterAllReduce reduces send (LocalSize() * len(recv) elements) over every rank and
+// leaves block LocalRank() in recv (see ReduceScatterAllReducePtr).
+func ReduceScatterAllReduce[T Number](c *Comm, send, recv []T, op Op, opts ...Option) error {
+	if l, err := c.LocalSize(); err != nil {
+		return err
+	} else if len(send) != l*len(recv) {
+		return invalid("ReduceScatterAllReduce", "send has %d elements, not %d local ranks x %d",
+			len(send), l, len(recv))
+	}
+	err := c.ReduceScatterAllReducePtr(ptrOf(send), ptrOf(recv), len(recv), DTypeOf[T](), op, 0,
+		opts...)
+	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
+	return err
+}
+
+// AllReduceAllGather reduces send over the ranks of this local rank and gathers the node's
+// results into recv (LocalSize() * len(send) elements; see AllReduceAllGatherPtr).
+func AllReduceAllGather[T Number](c *Comm, send, recv []T, op Op, opts ...Option) error {
+	if l, err := c.LocalSize(); err != nil {
+		return err
+	} else if len(recv) != l*len(send) {
+		return invalid("AllReduceAllGather", "recv has %d elements, not %d local ranks x %d",
+			len(recv), l, len(send))
+	}
+	err := c.AllReduceAllGatherPtr(ptrOf(send), ptrOf(recv), len(send), DTypeOf[T](), op, 0,
+		opts...)
 	runtime.KeepAlive(send)
 	runtime.KeepAlive(recv)
 	return err

@@ -211,6 +211,115 @@ func TestAllGather(t *testing.T) {
 	}
 }
 
+// nodeSizes are the node sizes the mixed operations run with: 1, 2 (when that makes several
+// nodes) and every rank.
+func nodeSizes(size int) []int {
+	ls := []int{1}
+	if size%2 == 0 && size > 2 {
+		ls = append(ls, 2)
+	}
+	if size > 1 {
+		ls = append(ls, size)
+	}
+	return ls
+}
+
+// mixedRef is the sum of value(r, i) over the ranks r with r % step == first, divided by div
+// for Avg.
+func mixedRef(op Op, first, step, size, i int) float64 {
+	s := 0.0
+	for r := first; r < size; r += step {
+		s += float64(value(r, i))
+	}
+	if op == Avg {
+		s /= float64(size / step)
+	}
+	return s
+}
+
+func TestMixed(t *testing.T) {
+	size, rank, n := comm.Size(), comm.Rank(), 13
+	for _, l := range nodeSizes(size) {
+		c, err := NewCommConfig(&Config{LocalSize: l})
+		if err != nil {
+			t.Fatalf("local size %d: %v", l, err)
+		}
+		if ls, err := c.LocalSize(); err != nil || ls != l || c.LocalRank() != rank%l {
+			t.Fatalf("local size %d: got local size %d (%v), local rank %d", l, ls, err, c.LocalRank())
+		}
+		lr := c.LocalRank()
+		for _, op := range []Op{Sum, Avg} {
+			// reducescatter_allreduce: block lr reduced over every rank (Avg: / size)
+			send := fill[float64](l*n, rank)
+			recv := make([]float64, n)
+			if err := ReduceScatterAllReduce(c, send, recv, op); err != nil {
+				t.Fatalf("local size %d %v: %v", l, op, err)
+			}
+			for j := range recv {
+				if want := mixedRef(op, 0, 1, size, lr*n+j); recv[j] != want {
+					t.Fatalf("ReduceScatterAllReduce local size %d %v element %d: got %v, want %v", l, op, j, recv[j], want)
+				}
+			}
+			// allreduce_allgather: block k reduced over the ranks of local rank k (Avg: / nodes)
+			gathered := make([]float64, l*n)
+			if err := AllReduceAllGather(c, fill[float64](n, rank), gathered, op); err != nil {
+				t.Fatalf("local size %d %v: %v", l, op, err)
+			}
+			for k := range gathered {
+				if want := mixedRef(op, k/n, l, size, k%n); gathered[k] != want {
+					t.Fatalf("AllReduceAllGather local size %d %v element %d: got %v, want %v", l, op, k, gathered[k], want)
+				}
+			}
+		}
+		// in place, with the epilogue (an add of recvcount / sendcount elements)
+		add := make([]float32, n)
+		for j := range add {
+			add[j] = float32(j%7-3) / 4
+		}
+		buf := fill[float32](l*n, rank)
+		block := buf[lr*n : (lr+1)*n]
+		if err := ReduceScatterAllReduce(c, buf, block, Sum, WithScale(0.5), WithAddSlice(add)); err != nil {
+			t.Fatalf("local size %d in place: %v", l, err)
+		}
+		for j := range block {
+			if want := float32(mixedRef(Sum, 0, 1, size, lr*n+j))*0.5 + add[j]; block[j] != want {
+				t.Fatalf("ReduceScatterAllReduce in place, local size %d element %d: got %v, want %v", l, j, block[j], want)
+			}
+		}
+		out := make([]float32, l*n)
+		copy(out[lr*n:], fill[float32](n, rank))
+		if err := AllReduceAllGather(c, out[lr*n:(lr+1)*n], out, Sum, WithScale(0.5), WithAddSlice(add)); err != nil {
+			t.Fatalf("local size %d in place: %v", l, err)
+		}
+		for k := range out {
+			if want := float32(mixedRef(Sum, k/n, l, size, k%n))*0.5 + add[k%n]; out[k] != want {
+				t.Fatalf("AllReduceAllGather in place, local size %d element %d: got %v, want %v", l, k, out[k], want)
+			}
+		}
+		// errors: lengths (the add holds sendcount, not the output's count), a cast the library refuses
+		if err := AllReduceAllGather(c, out[:n], make([]float32, l*n+1), Sum); err == nil {
+			t.Fatalf("local size %d: a recv of the wrong length was accepted", l)
+		}
+		if err := ReduceScatterAllReduce(c, buf, make([]float32, n+1), Sum); err == nil {
+			t.Fatalf("local size %d: a send of the wrong length was accepted", l)
+		}
+		if l > 1 {
+			long := make([]float32, l*n)
+			if err := AllReduceAllGather(c, fill[float32](n, rank), out, Sum, WithAddSlice(long)); err == nil {
+				t.Fatalf("local size %d: an add of recv's length was accepted", l)
+			}
+		}
+		var e *Error
+		err = AllReduceAllGather(c, fill[float32](n, rank), make([]float32, l*n), Sum, WithOutDType(Int32))
+		if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_ARGUMENT" || !strings.Contains(e.Message, "gc_allreduce_allgather") {
+			t.Fatalf("local size %d: a cast to int32: got %v", l, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("local size %d: Close: %v", l, err)
+		}
+	}
+}
+
 func TestBroadcast(t *testing.T) {
 	n := 100
 	for _, root := range []int{0, comm.Size() - 1} {

@@ -308,6 +308,11 @@ def _stream(stream, function):
           % (stream,))
 
 
+def _gathered_shape(shape, parts):
+    """The shape of `parts` arrays of `shape` concatenated along the first dimension."""
+    return (parts * shape[0],) + tuple(shape[1:]) if shape else (parts,)
+
+
 # ---- communicator --------------------------------------------------------------------------
 def _world_fint():
     mpi = sys.modules.get("mpi4py.MPI")
@@ -457,7 +462,7 @@ class Comm:
                 _fail(InvalidArgument, function, "add has dtype %s, the input %s"
                       % (_DTYPE_NAMES[a.dtype], _DTYPE_NAMES[in_code]))
             if a.nelem != n:
-                _fail(InvalidArgument, function, "add has %d elements, the output %d"
+                _fail(InvalidArgument, function, "add has %d elements, expected %d"
                       % (a.nelem, n))
             opts.add = a.ptr
             keep.append(a)
@@ -498,27 +503,41 @@ class Comm:
                            h, _stream(stream, f), opts)
         return out
 
-    def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
-                      scale=1.0, add=None, out_dtype=None, stream=None):
-        """send holds size * n elements; rank r gets the reduction of elements [r*n, (r+1)*n).
-        The output has send's shape with the first dimension divided by size (1-D otherwise)."""
-        f = "reducescatter"
+    def _scatter(self, f, c_function, parts, ranks, send, out, op, algo, max_blocks, pdl, scale,
+                 add, out_dtype, stream):
+        """A reduce-scatter into `parts` blocks, one per rank of `ranks` (the words for them)."""
         h = self._handle(f)
         s = _buffer(send, f, "send")
-        size = self.size
-        if s.nelem % size:
-            _fail(InvalidArgument, f, "send has %d elements, not a multiple of the %d ranks"
-                  % (s.nelem, size))
-        n = s.nelem // size
-        shape = ((s.shape[0] // size,) + s.shape[1:]
-                 if s.shape and s.shape[0] % size == 0 else (n,))
+        if s.nelem % parts:
+            _fail(InvalidArgument, f, "send has %d elements, not a multiple of the %d %s"
+                  % (s.nelem, parts, ranks))
+        n = s.nelem // parts
+        shape = ((s.shape[0] // parts,) + s.shape[1:]
+                 if s.shape and s.shape[0] % parts == 0 else (n,))
         keep = []
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
                                    keep)
         out, r = self._output(f, s, out, shape, code)
-        _s.gc_reducescatter_ex(s.ptr, r.ptr, n, s.dtype, _enum(_s.gc_op_from_name, op, "op", f),
-                               h, _stream(stream, f), opts)
+        c_function(s.ptr, r.ptr, n, s.dtype, _enum(_s.gc_op_from_name, op, "op", f), h,
+                   _stream(stream, f), opts)
         return out
+
+    def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
+                      scale=1.0, add=None, out_dtype=None, stream=None):
+        """send holds size * n elements; rank r gets the reduction of elements [r*n, (r+1)*n).
+        The output has send's shape with the first dimension divided by size (1-D otherwise)."""
+        return self._scatter("reducescatter", _s.gc_reducescatter_ex, self.size, "ranks", send,
+                             out, op, algo, max_blocks, pdl, scale, add, out_dtype, stream)
+
+    def reducescatter_allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0,
+                                pdl=None, scale=1.0, add=None, out_dtype=None, stream=None):
+        """Mixed tensor/data parallelism over nodes of local_size ranks: send holds
+        local_size * n elements; this rank gets elements [l*n, (l+1)*n), l its local_rank,
+        reduced over every rank ("avg" divides by size). Shaped as reducescatter's output with
+        local_size for size; add has n elements. In place when out is that block of send."""
+        return self._scatter("reducescatter_allreduce", _s.gc_reducescatter_allreduce,
+                             self.local_size, "ranks of a node", send, out, op, algo, max_blocks,
+                             pdl, scale, add, out_dtype, stream)
 
     def reducescatter_2d(self, send, axis=0, out=None, op="sum", *, algo=None, max_blocks=0,
                          pdl=None, scale=1.0, add=None, out_dtype=None, stream=None):
@@ -548,12 +567,31 @@ class Comm:
         f = "allgather"
         h = self._handle(f)
         s = _buffer(send, f, "send")
-        size = self.size
-        shape = (size * s.shape[0],) + s.shape[1:] if s.shape else (size,)
+        shape = _gathered_shape(s.shape, self.size)
         keep = []
         opts, code = self._options(f, algo, max_blocks, pdl, 1.0, None, None, s.dtype, shape, keep)
         out, r = self._output(f, s, out, shape, code)
         _s.gc_allgather_ex(s.ptr, r.ptr, s.nelem, s.dtype, h, _stream(stream, f), opts)
+        return out
+
+    def allreduce_allgather(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
+                            scale=1.0, add=None, out_dtype=None, stream=None):
+        """Mixed tensor/data parallelism over nodes of local_size ranks: send reduced over the
+        ranks of this local rank on every node ("avg" divides by the node count; the epilogue
+        applies here, add has send's elements), then the node's results concatenated along the
+        first dimension in local-rank order, the same on every rank. In place when send is
+        block local_rank of out."""
+        f = "allreduce_allgather"
+        h = self._handle(f)
+        s = _buffer(send, f, "send")
+        shape = _gathered_shape(s.shape, self.local_size)
+        keep = []
+        opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
+                                   s.shape, keep)
+        out, r = self._output(f, s, out, shape, code)
+        _s.gc_allreduce_allgather(s.ptr, r.ptr, s.nelem, s.dtype,
+                                  _enum(_s.gc_op_from_name, op, "op", f), h, _stream(stream, f),
+                                  opts)
         return out
 
     def broadcast(self, buf, root=0, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):

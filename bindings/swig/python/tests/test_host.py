@@ -109,6 +109,80 @@ def test_reducescatter(comm):
     assert comm.reducescatter(send2, op="max").shape == (n, 1)
 
 
+def node_sizes(size):
+    """Nodes of 1 rank, of 2 (when that makes several nodes) and of every rank."""
+    return sorted({1, size} | ({2} if size % 2 == 0 and size > 2 else set()))
+
+
+def mixed_reference(op, ranks, n, node_count_or_size):
+    """op over contribution(r, n) of `ranks`, "avg" dividing by the given count (float64)."""
+    s = sum(contribution(r, n, np.float64) for r in ranks)
+    return s / node_count_or_size if op == "avg" else s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_mixed_operations(comm, dtype, op):
+    """reducescatter_allreduce: block local_rank reduced over every rank; allreduce_allgather:
+    block l the reduction over the ranks of local rank l (nodes of consecutive ranks)."""
+    size, rank, n = comm.size, comm.rank, 13
+    for L in node_sizes(size):
+        with gpucoll.Comm(local_size=L) as c:
+            assert (c.local_size, c.local_rank, c.node_count) == (L, rank % L, size // L)
+            lr = c.local_rank
+            send = contribution(rank, L * n, dtype)
+            got = c.reducescatter_allreduce(send, op=op)
+            assert got.shape == (n,) and got.dtype == np.dtype(dtype)
+            want = mixed_reference(op, range(size), L * n, size)[lr * n:(lr + 1) * n]
+            np.testing.assert_array_equal(got, want.astype(dtype), err_msg="L=%d" % L)
+            got = c.allreduce_allgather(contribution(rank, n, dtype), op=op)
+            assert got.shape == (L * n,)
+            want = np.concatenate([mixed_reference(op, range(l, size, L), n, size // L)
+                                   for l in range(L)])
+            np.testing.assert_array_equal(got, want.astype(dtype), err_msg="L=%d" % L)
+
+
+def test_mixed_in_place_epilogue_and_errors(comm):
+    size, rank, n = comm.size, comm.rank, 11
+    add = ((np.arange(n) % 7 - 3) / 4).astype(np.float32)
+    for L in node_sizes(size):
+        with gpucoll.Comm(local_size=L) as c:
+            lr = c.local_rank
+            total_rs = mixed_reference("sum", range(size), L * n, size)[lr * n:(lr + 1) * n]
+            gathered = np.concatenate([mixed_reference("sum", range(l, size, L), n, 1)
+                                       for l in range(L)])
+            # in place: out is this rank's block of send / send is this rank's block of out
+            buf = contribution(rank, L * n, np.float32)
+            block = buf[lr * n:(lr + 1) * n]
+            assert c.reducescatter_allreduce(buf, out=block) is block
+            np.testing.assert_array_equal(block, total_rs.astype(np.float32))
+            out = np.full(L * n, np.nan, np.float32)
+            out[lr * n:(lr + 1) * n] = contribution(rank, n, np.float32)
+            c.allreduce_allgather(out[lr * n:(lr + 1) * n], out=out)
+            np.testing.assert_array_equal(out, gathered.astype(np.float32))
+            # the epilogue: scale, an add of recvcount / sendcount elements, out_dtype
+            got = c.reducescatter_allreduce(contribution(rank, L * n, np.float32), scale=0.5,
+                                            add=add, out_dtype="float64")
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, total_rs * 0.5 + add)
+            got = c.allreduce_allgather(contribution(rank, n, np.float32), scale=0.5, add=add)
+            np.testing.assert_array_equal(got, gathered * 0.5 + np.tile(add, L))
+            # errors of the Python layer (counts of L * n and n tell apart for L > 1) ...
+            if L > 1:
+                with pytest.raises(gpucoll.InvalidArgument, match="multiple of the %d ranks of a node" % L):
+                    c.reducescatter_allreduce(np.zeros(L * n + 1, np.float32))
+                with pytest.raises(gpucoll.InvalidArgument, match="add has %d elements, expected %d"
+                                   % (L * n, n)):
+                    c.allreduce_allgather(np.zeros(n, np.float32), add=np.zeros(L * n, np.float32))
+                with pytest.raises(gpucoll.InvalidArgument, match="out has %d elements, expected %d"
+                                   % (n, L * n)):
+                    c.allreduce_allgather(np.zeros(n, np.float32), out=np.zeros(n, np.float32))
+            # ... and of the library
+            with pytest.raises(gpucoll.Error) as info:
+                c.allreduce_allgather(np.zeros(n, np.float32), out_dtype="int32")
+            assert info.value.function == "gc_allreduce_allgather"
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_reducescatter_2d(comm, axis):
     rows, cols = 5, 7  # uneven over 2 ranks on both axes
