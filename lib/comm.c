@@ -203,7 +203,7 @@ gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cf
  * the peer-to-peer kernels serve it) and over the ranks of its local rank on every node (one rank
  * per node: MPI). Same GPU, staging and timeout as comm. */
 gc_result_t gc__mixed_groups(gc_comm_t comm) {
-  if (comm->node_group) return GC_SUCCESS;
+  if (comm->cross_group) return GC_SUCCESS;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.device = comm->device;
   cfg.use_gpu = comm->device >= 0;
@@ -211,25 +211,28 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
   cfg.timeout_ms = comm->timeout_ms;
   cfg.local_size = comm->local_size;
   gc_result_t r = gc_comm_init(&comm->node_group, comm->local, &cfg);
-  const char *which = "node";
-  if (r == GC_SUCCESS) {
-    MPI_Comm cross;
-    int m = MPI_Comm_split(comm->mpi, comm->local_rank, comm->rank, &cross);
-    if (m != MPI_SUCCESS) return gc__mpi_fail(comm, m, "MPI_Comm_split (cross group)", __FILE__, __LINE__);
-    cfg.local_size = 1;
-    cfg.staging_bytes = 65536; /* the least: MPI carries everything it does */
-    r = gc_comm_init(&comm->cross_group, cross, &cfg);
-    which = "cross";
-    MPI_Comm_free(&cross);
+  /* Every step is agreed on (bounded waits), so no rank goes on to a collective another left. */
+  int ok = r == GC_SUCCESS;
+  GC_CHECK(gc__boot_min_int(comm, &ok));
+  if (ok) {
+    MPI_Comm cross = MPI_COMM_NULL;
+    if (MPI_Comm_split(comm->mpi, comm->local_rank, comm->rank, &cross) != MPI_SUCCESS) {
+      r = GC_FAIL(NULL, GC_ERR_MPI, "MPI_Comm_split (cross group) failed");
+    } else {
+      cfg.local_size = 1;
+      cfg.staging_bytes = 65536; /* the least: MPI carries everything it does */
+      r = gc_comm_init(&comm->cross_group, cross, &cfg);
+      MPI_Comm_free(&cross);
+    }
+    ok = r == GC_SUCCESS;
+    GC_CHECK(gc__boot_min_int(comm, &ok));
   }
   gc__log_rank = comm->rank; /* the groups' setup logged with their own ranks */
-  if (r != GC_SUCCESS) {
-    /* The ranks that succeeded keep their groups until gc_comm_destroy; nothing runs on them. */
-    comm->sticky = r;
-    return GC_FAIL(comm, r, "setting up the %s group of the mixed operations: %s", which,
-                   gc__message_body(gc_comm_last_error(NULL)));
-  }
-  return GC_SUCCESS;
+  if (ok) return GC_SUCCESS;
+  /* The groups made stay until gc_comm_destroy; nothing runs on them. */
+  comm->sticky = r != GC_SUCCESS ? r : GC_ERR_REMOTE;
+  return GC_FAIL(comm, comm->sticky, "setting up the mixed operations' groups: %s",
+                 r != GC_SUCCESS ? gc__message_body(gc_comm_last_error(NULL)) : "another rank failed");
 }
 
 static gc_result_t comm_destroy(gc_comm_t comm) {
