@@ -145,6 +145,11 @@ int gc_kernel_reducescatter_bywrites(const gc_kargs_t *a, cudaStream_t stream);
 int gc_kernel_push_gather(const gc_kargs_t *a, int broadcast, cudaStream_t stream);
 int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
 
+/* All-reduce through an NVLink multicast object (multimem.cu): a->send summed over the ranks into
+ * a->recv (a->count elements, float32/16, bf16), through a->pub[0] (this rank's memory bound to
+ * the object) and a->pub[1] (the multicast address), each holding a->count rounded up to 16 bytes. */
+int gc_kernel_allreduce_multimem(const gc_kargs_t *a, cudaStream_t stream);
+
 /* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
  * formulas), one row at a time per `parts` blocks, at most a->blocks blocks of a->threads threads; dtype
  * float32, float16, bfloat16. Where x (the reduced row) comes from:

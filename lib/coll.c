@@ -245,6 +245,10 @@ static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, s
     a.count = count;
     return gc__launched(comm, gc_kernel_reduce_ll(&a, 0, stream), "all-reduce");
   }
+  if (plan->algo == GC_ALGO_MULTIMEM) {
+    gc_kargs_t a = base_args(comm, plan, o, dtype, op);
+    return gc__multimem_allreduce(comm, &a, send, recv, count, stream);
+  }
   if (plan->algo == GC_ALGO_COPYENGINE) {
     /* An input peers cannot read is first copied into the output, which needs the same dtype.
      * Without a symmetric output the two-shot by writes takes the call: it sends from the input

@@ -105,6 +105,7 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
 static void comm_free(gc_comm_t comm) {
   if (comm->device >= 0) {
     gc__symmetric_release_all(comm);
+    gc__multimem_destroy(comm); /* after the device is idle: comm_destroy synchronized it */
     gc__transport_destroy(comm);
     gc__ce_destroy(comm);
     if (comm->stream) cudaStreamDestroy(comm->stream);
@@ -159,6 +160,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   comm->all_gpu = has_gpu;
   GC_CHECK(gc__boot_min_int(comm, &comm->all_gpu));
   if (has_gpu) GC_CHECK(gc__transport_init(comm));
+  GC_CHECK(gc__multimem_init(comm));
   GC_CHECK(gc__dispatch_describe(comm));
   GC_INFO(GC_SUB_INIT, "rank %d/%d local %d/%d nodes %d device %d cuda-aware %d p2p %d", comm->rank,
           comm->size, comm->local_rank, comm->local_size, comm->node_count, comm->device,
@@ -181,6 +183,7 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
   if (!comm) return GC_FAIL(NULL, GC_ERR_SYSTEM, "gc_comm_init: out of host memory");
   comm->mpi = comm->local = MPI_COMM_NULL;
   comm->device = -1;
+  comm->mm.fd = -1;
   gc_result_t r = comm_setup(comm, user, &c);
   if (r == GC_SUCCESS && !live_add(comm)) r = GC_FAIL(NULL, GC_ERR_SYSTEM, "too many live communicators (64)");
   if (r != GC_SUCCESS) {

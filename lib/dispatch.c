@@ -223,7 +223,10 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
     if (gc__param_int(GC_PARAM_MULTIMEM) != 1)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
                      "multimem is off by default; it needs GC_MULTIMEM and a host whose operator allows multicast");
-    return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem kernels are not built into gpucoll %s", gc_get_version());
+    if (!comm->mm.ready)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem is not available on this communicator: %s", comm->mm.why);
+    if (coll != GC_COLL_ALLREDUCE)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem serves the all-reduce only, not the %s", gc__coll_name(coll));
   }
   const row_t *row = find_row(coll, comm->local_size, bytes);
   if (algo == GC_ALGO_AUTO) algo = gc__tuned_algo(comm, coll, bytes);

@@ -159,6 +159,18 @@ typedef struct gc__symmetric {
   bool device;
 } gc__symmetric_t;
 
+/* The NVLink multicast all-reduce's state (multimem.c): one allocation of this rank bound to the
+ * node's multicast object, mapped at uc (its own memory) and mc (the multicast address). */
+typedef struct gc__multimem {
+  int ready;                        /* usable; else why says why not */
+  char why[200];
+  size_t bytes;                     /* of the allocation and of each mapping */
+  void *uc, *mc;
+  unsigned long long mc_handle, mem_handle; /* CUmemGenericAllocationHandle */
+  int fd;                           /* the object's file descriptor here, -1 when none */
+  int have_mc, have_mem, bound, uc_mapped, mc_mapped; /* what teardown must undo */
+} gc__multimem_t;
+
 /* Device-side state shared with the kernels; see transport.c for the layout. */
 typedef struct gc__transport {
   size_t staging_bytes;                      /* per rank */
@@ -188,6 +200,7 @@ struct gc_comm {
   cudaStream_t ce_copy, ce_compute;         /* the copy-engine path's side streams (copyengine.c) */
   cudaEvent_t ce_events[GC_CE_EVENTS];
   gc__transport_t tp;
+  gc__multimem_t mm;
   gc__symmetric_t *symmetric;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
@@ -351,6 +364,18 @@ typedef struct gc__plan {
                       all-gather and broadcast: output; AUTO: algo) */
   int from_table;  /* algo is the table row's (not the options', GC_ALGO's or the tuner's) */
 } gc__plan_t;
+
+/* multimem.c: the NVLink multicast all-reduce (off unless GC_MULTIMEM=1 and no kill switch set). */
+GC_HIDDEN gc_result_t gc__multimem_init(gc_comm_t comm);   /* collective; leaves mm.ready or mm.why */
+GC_HIDDEN void gc__multimem_destroy(gc_comm_t comm);
+/* a: the call's kernel arguments as coll.c makes them (peers, grid, dtype, op, epilogue). */
+GC_HIDDEN gc_result_t gc__multimem_allreduce(gc_comm_t comm, struct gc_kargs *a, const void *send, void *recv,
+                                             size_t count, cudaStream_t stream);
+/* The bytes to bind: `want` rounded up to whole granules of both (0 when it cannot be). */
+GC_HIDDEN size_t gc__multimem_bytes(size_t want, size_t mc_granularity, size_t alloc_granularity);
+/* Local rank 0's file descriptor fd reaches every local rank as its own descriptor in *out (the
+ * root's is fd itself) over a Unix socket (SCM_RIGHTS); collective over the node, bounded. */
+GC_HIDDEN gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out);
 /* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
 GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes,
                                    const gc_options_t *opts, gc__plan_t *plan);

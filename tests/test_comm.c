@@ -5,6 +5,10 @@
 
 #include <mpi.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gc_internal.h"
 #include "gc_test.h"
 
 static void test_queries(void) {
@@ -117,6 +121,41 @@ static void test_multimem_refused(void) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "kill switch"));
+  /* and nothing was set up at init: GC_MULTIMEM is off here, or a kill switch is set */
+  CU_ASSERT_FALSE(gc_test_comm->mm.ready);
+  CU_ASSERT_PTR_NULL(gc_test_comm->mm.mc);
+  CU_ASSERT_NOT_EQUAL(gc_test_comm->mm.why[0], 0);
+}
+
+/* The multicast object's file descriptor travels from local rank 0 to the others (multimem.c):
+ * here a memory file with a known text, which every rank reads through its own descriptor. */
+static void test_share_fd(void) {
+  char text[64];
+  snprintf(text, sizeof text, "gpucoll fd %llu", (unsigned long long)gc_test_seed);
+  int fd = -1;
+  int lr = -1;
+  GC_TEST_OK(gc_comm_local_rank(gc_test_comm, &lr));
+  if (lr == 0) {
+    fd = memfd_create("gpucoll-test", MFD_CLOEXEC);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, text, strlen(text) + 1), (ssize_t)strlen(text) + 1);
+  }
+  int got = -1;
+  GC_TEST_OK(gc__share_fd(gc_test_comm, fd, &got));
+  CU_ASSERT(got >= 0);
+  char back[64] = {0};
+  CU_ASSERT_EQUAL(pread(got, back, sizeof back, 0), (ssize_t)strlen(text) + 1);
+  CU_ASSERT_STRING_EQUAL(back, text);
+  if (lr == 0) {
+    CU_ASSERT_EQUAL(got, fd); /* the root keeps its own */
+  } else {
+    CU_ASSERT_NOT_EQUAL(got, fd);
+  }
+  close(got);
+  /* A root without a descriptor: refused on every local rank alike. */
+  int none = -1;
+  CU_ASSERT_EQUAL(gc__share_fd(gc_test_comm, -1, &none), GC_ERR_SYSTEM);
+  CU_ASSERT_EQUAL(none, -1);
 }
 
 static void test_use_after_destroy(void) {
@@ -141,6 +180,7 @@ void gc_test_suite_comm(void) {
       {"local size override", test_local_size_override},
       {"params and version", test_params_and_version},
       {"multimem refused", test_multimem_refused},
+      {"file descriptor to local ranks", test_share_fd},
       {"use after destroy", test_use_after_destroy},
       {NULL, NULL},
   };

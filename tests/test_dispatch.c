@@ -152,12 +152,26 @@ static void test_no_peer_access_is_mpi(void) {
   }
 }
 
+/* The multicast allocation's size: whole granules of the larger granularity, at least one. */
+static void test_multimem_sizes(void) {
+  const size_t MB = (size_t)1 << 20;
+  CU_ASSERT_EQUAL(gc__multimem_bytes(0, 2 * MB, 2 * MB), 2 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(1, 2 * MB, 64 * 1024), 2 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(2 * MB, 2 * MB, 2 * MB), 2 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(2 * MB + 1, 2 * MB, 2 * MB), 4 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(64 * MB, 512 * MB, 2 * MB), 512 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(600 * MB, 2 * MB, 512 * MB), 1024 * MB);
+  CU_ASSERT_EQUAL(gc__multimem_bytes(5 * MB, 0, 0), 0);                 /* no granule known */
+  CU_ASSERT_EQUAL(gc__multimem_bytes(SIZE_MAX - 1, 2 * MB, 2 * MB), 0); /* does not fit */
+}
+
 void gc_test_suite_dispatch(void) {
   static const gc_test_case_t tests[] = {{"every GPU count 1-8 and size", test_every_node_size},
                                          {"8-GPU rows", test_eight_gpu_rows},
                                          {"reduce-scatter by writes rows", test_reducescatter_by_writes_rows},
                                          {"all-gather by writes rows", test_allgather_by_writes_rows},
                                          {"no peer access: MPI", test_no_peer_access_is_mpi},
+                                         {"multimem sizes", test_multimem_sizes},
                                          {NULL, NULL}};
   gc_test_add_suite("dispatch", tests);
 }
