@@ -12,7 +12,8 @@
 //      through mc (multimem.st): every rank's uc now holds that share's result,
 //   4. meets block b of every rank again (every share is stored),
 //   5. copies its range of uc out to recv.
-// Loads and stores through the two mappings of one allocation are ordered by fence.proxy.alias.
+// Accesses through the two mappings of one allocation are ordered by fence.proxy.alias, on both
+// sides of each barrier.
 // One 16-byte pack a thread per step; sums only; half types accumulate in float32 in the switch
 // (acc::f32). Each element is reduced once, by the switch, so every rank gets the same bits.
 #include <type_traits>
@@ -63,11 +64,13 @@ template <typename T> __global__ void GC_LAUNCH_BOUNDS multimem_allreduce_kernel
     for (size_t k = b1 + threadIdx.x; k < (p0 + np) * 16; k += blockDim.x) uc[k] = 0;
   alias_fence();
   if (!sync.barrier()) return;
+  alias_fence();
   size_t s0, sn;
   slice_of(np, a.peers.nranks, a.peers.rank, &s0, &sn); // this rank's share of the range
   for (size_t k = threadIdx.x; k < sn; k += blockDim.x) reduce_broadcast_pack<T>(mc + p0 + s0 + k);
   alias_fence();
   if (!sync.barrier()) return;
+  alias_fence();
   if (b1 > b0) copy_bytes((char *)a.recv + b0, uc + b0, b1 - b0, threadIdx.x, blockDim.x);
   sync.done();
 }

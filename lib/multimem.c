@@ -95,7 +95,7 @@ gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out) {
   char name[64] = {0};
   int listener = -1, ok = 1;
   if (root) {
-    snprintf(name, sizeof name, "gpucoll-fd-%ld-%d", (long)getpid(), ++calls);
+    snprintf(name, sizeof name, "gpucoll-fd-%ld-%d", (long)getpid(), __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED));
     memcpy(addr.sun_path + 1, name, strlen(name));
     socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
     listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -112,7 +112,7 @@ gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out) {
   if (rc != GC_SUCCESS || !names[0][sizeof name]) {
     if (listener >= 0) close(listener);
     if (rc != GC_SUCCESS) return rc;
-    return GC_FAIL(comm, GC_ERR_SYSTEM, "passing a file descriptor: local rank 0 could not listen");
+    return GC_FAIL(comm, GC_ERR_SYSTEM, "passing a file descriptor: local rank 0 has none or could not listen");
   }
   if (root) {
     *out = fd;
@@ -235,7 +235,8 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
        DRV(DeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev), "cuDeviceGetAttribute");
   if (ok && !supported) ok = 0, snprintf(mm->why, sizeof mm->why, "GPU %d does not support multicast", comm->device);
 
-  /* The size: the staging area's, in whole granules of both the multicast object and cuMemCreate. */
+  /* The size: the staging area's, in whole granules of both the multicast object and cuMemCreate
+   * (the minimum granules: the recommended multicast one can be hundreds of MB). */
   CUmulticastObjectProp mprop;
   memset(&mprop, 0, sizeof mprop);
   mprop.numDevices = (unsigned)comm->local_size;
@@ -247,8 +248,8 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
   aprop.location.id = comm->device;
   aprop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t mgran = 0, agran = 0;
-  ok = ok && DRV(MulticastGetGranularity(&mgran, &mprop, CU_MULTICAST_GRANULARITY_RECOMMENDED), "cuMulticastGetGranularity") &&
-       DRV(MemGetAllocationGranularity(&agran, &aprop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
+  ok = ok && DRV(MulticastGetGranularity(&mgran, &mprop, CU_MULTICAST_GRANULARITY_MINIMUM), "cuMulticastGetGranularity") &&
+       DRV(MemGetAllocationGranularity(&agran, &aprop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
   /* Every rank must use the same size: the largest granule of any rank decides. */
   double g = ok ? (double)(mgran > agran ? mgran : agran) : 0;
   GC_CHECK(local_all(comm, &ok));
@@ -259,16 +260,18 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
 
   /* Local rank 0 makes the object; every rank gets it as a file descriptor. */
   int fd = -1;
-  if (ok && comm->local_rank == 0)
-    ok = DRV(MulticastCreate(&mm->mc_handle, &mprop), "cuMulticastCreate") &&
-         DRV(MemExportToShareableHandle(&fd, mm->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-             "cuMemExportToShareableHandle");
-  if (comm->local_rank == 0) mm->have_mc = ok;
+  if (ok && comm->local_rank == 0) {
+    ok = DRV(MulticastCreate(&mm->mc_handle, &mprop), "cuMulticastCreate");
+    mm->have_mc = ok;
+    ok = ok && DRV(MemExportToShareableHandle(&fd, mm->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                   "cuMemExportToShareableHandle");
+  }
   GC_CHECK(local_all(comm, &ok));
   if (ok) {
     gc_result_t r = gc__share_fd(comm, fd, &mm->fd);
     if (r != GC_SUCCESS) ok = 0, snprintf(mm->why, sizeof mm->why, "%s", gc__message_body(comm->last_error));
   }
+  if (fd >= 0 && mm->fd != fd) close(fd); /* the root's, when it did not become mm->fd */
   if (ok && comm->local_rank != 0) {
     ok = DRV(MemImportFromShareableHandle(&mm->mc_handle, (void *)(uintptr_t)mm->fd,
                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),

@@ -4,6 +4,7 @@
 --   H.test(name, fn)        runs fn, counting it passed or failed (the failure and its traceback
 --                           go to stderr)
 --   H.raises(pattern, fn, ...)  fails unless fn(...) raises an error matching pattern
+--   H.eq(a, b, what)        raises "what: expected b, got a" unless a == b
 --   H.finish(comm)          sums the failures over the ranks, prints "P passed, F failed" on
 --                           rank 0 and exits 1 on any failure
 local gpucoll = require "gpucoll"
@@ -37,6 +38,12 @@ function H.raises(pattern, fn, ...)
   if ok then error("expected an error matching '" .. pattern .. "'", 2) end
   if not tostring(err):find(pattern) then
     error("error '" .. tostring(err) .. "' does not match '" .. pattern .. "'", 2)
+  end
+end
+
+function H.eq(a, b, what)
+  if a ~= b then
+    error(string.format("%s: expected %s, got %s", what or "value", tostring(b), tostring(a)), 2)
   end
 end
 

@@ -23,11 +23,7 @@ local node_sizes = { 1 }
 if size % 2 == 0 and size > 2 then node_sizes[#node_sizes + 1] = 2 end
 if size > 1 then node_sizes[#node_sizes + 1] = size end
 
-local function eq(a, b, what)
-  if a ~= b then
-    error(string.format("%s: expected %s, got %s", what or "value", tostring(b), tostring(a)), 2)
-  end
-end
+local eq = H.eq
 
 -- A buffer of nc's (device on GPU ranks) holding fn(0) .. fn(n-1).
 local function buffer_of(nc, n, dtype, fn)

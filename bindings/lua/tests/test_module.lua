@@ -10,11 +10,7 @@ local rank, size = comm.rank, comm.size
 local host_only = comm.device < 0
 local where = host_only and "host" or "device"
 
-local function eq(a, b, what)
-  if a ~= b then
-    error(string.format("%s: expected %s, got %s", what or "value", tostring(b), tostring(a)), 2)
-  end
-end
+local eq = H.eq
 
 
 -- Expected failures: nil, message, code.
