@@ -90,6 +90,19 @@ gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all
   return gc__boot_wait(comm, &req, "local allgather");
 }
 
+gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes) {
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, comm->local, &req));
+  return gc__boot_wait(comm, &req, "local broadcast");
+}
+
+gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value) {
+  MPI_Request req;
+  int in = *value;
+  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, comm->local, &req));
+  return gc__boot_wait(comm, &req, "local allreduce(min)");
+}
+
 gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
   MPI_Request req;
   GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->mpi, &req));

@@ -18,6 +18,11 @@ static gc_result_t check_dtype(gc_comm_t comm, gc_dtype_t dtype, int reduces) {
   return GC_SUCCESS;
 }
 
+/* Whether resolved options change the reduced values (scale, add or a cast). */
+static int has_epilogue(const gc_options_t *o, gc_dtype_t dtype) {
+  return o->scale != 1.0 || o->add != NULL || o->out_dtype != dtype;
+}
+
 /* Fills *out from opts (NULL = defaults), with out_dtype resolved; refuses epilogues that do not
  * fit the dtype or the collective. */
 static gc_result_t resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
@@ -35,10 +40,10 @@ static gc_result_t resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_
   if (o.out_dtype == GC_DTYPE_SAME) o.out_dtype = dtype;
   if (!gc__dtype_valid(o.out_dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.out_dtype %d is not a gc_dtype_t", (int)o.out_dtype);
-  int has_epilogue = o.scale != 1.0 || o.add != NULL || o.out_dtype != dtype;
-  if (has_epilogue && !reduces)
+  int epilogue = has_epilogue(&o, dtype);
+  if (epilogue && !reduces)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "epilogues (scale, add, out_dtype) apply to reductions only");
-  if (has_epilogue && !gc__dtype_is_float(dtype)) {
+  if (epilogue && !gc__dtype_is_float(dtype)) {
     if (o.scale != 1.0 || o.out_dtype != dtype)
       return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s results take no scale or cast (only add)", gc_dtype_name(dtype));
   }
@@ -1010,11 +1015,10 @@ static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
   if (o.add && bad_overlap(o.add, count * es, recv, L * count * os, PTRDIFF_MAX) && o.add != mine)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector overlaps recvbuf");
-  int epilogue = o.scale != 1.0 || o.add || o.out_dtype != dtype;
   /* One rank per node: the all-reduce is the whole operation; one node without an epilogue: the
    * all-gather is (an all-reduce over one rank changes nothing). */
   if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
-  if (comm->node_count == 1 && !epilogue) return allgather_ex_impl(send, recv, count, dtype, comm, stream, &o);
+  if (comm->node_count == 1 && !has_epilogue(&o, dtype)) return allgather_ex_impl(send, recv, count, dtype, comm, stream, &o);
   GC_CHECK(mixed_groups(comm, stream));
   /* Across nodes into this rank's block of recv, then the node's blocks gathered in place. */
   gc_options_t plain = o;
@@ -1263,7 +1267,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
   GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));
-  if (o.scale != 1.0 || o.add || o.out_dtype != dtype)
+  if (has_epilogue(&o, dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes no epilogue in its options "
                                                   "(scale, add, out_dtype); the residual is norm.residual");
   if (rows == 0 || cols == 0) return GC_SUCCESS;

@@ -320,6 +320,9 @@ GC_HIDDEN gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_conf
 GC_HIDDEN void gc__boot_destroy(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all,
                                                size_t bytes);
+/* Over the ranks of this node: local rank 0's bytes to all; the least value of all. */
+GC_HIDDEN gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes);
+GC_HIDDEN gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value);
 /* Waits for a nonblocking MPI request, bounded by comm->timeout_ms (then GC_ERR_TIMEOUT, sticky). */
 GC_HIDDEN gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);

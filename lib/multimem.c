@@ -38,16 +38,6 @@ static int ready_within(int fd, short events, int ms) {
   return r > 0;
 }
 
-/* 1 on every local rank when ok is 1 on every local rank. */
-static gc_result_t local_all(gc_comm_t comm, int *ok) {
-  int all[GC_MAX_LOCAL_RANKS * 8];
-  if (comm->local_size > (int)(sizeof all / sizeof all[0]))
-    return GC_FAIL(comm, GC_ERR_INTERNAL, "too many local ranks (%d)", comm->local_size);
-  GC_CHECK(gc__boot_local_allgather(comm, ok, all, sizeof *ok));
-  for (int r = 0; r < comm->local_size; r++) *ok &= all[r];
-  return GC_SUCCESS;
-}
-
 static int send_fd(int sock, int fd) {
   char byte = 'f';
   struct iovec io = {&byte, 1};
@@ -87,7 +77,7 @@ gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out) {
   *out = -1;
   const int root = comm->local_rank == 0, ms = comm->timeout_ms;
   /* The root listens on a name in the abstract namespace (nothing on disk), unique per process
-   * and call, and hands the name out with the exchange that also says whether it listens. */
+   * and call, and broadcasts it with a byte that says whether it listens. */
   static int calls;
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
@@ -102,14 +92,11 @@ gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out) {
     ok = listener >= 0 && bind(listener, (struct sockaddr *)&addr, len) == 0 &&
          listen(listener, comm->local_size) == 0 && fd >= 0;
   }
-  char names[GC_MAX_LOCAL_RANKS * 8][sizeof name + 1];
-  if (comm->local_size > (int)(sizeof names / sizeof names[0]))
-    return GC_FAIL(comm, GC_ERR_INTERNAL, "too many local ranks (%d)", comm->local_size);
-  char mine[sizeof name + 1];
-  memcpy(mine, name, sizeof name);
-  mine[sizeof name] = (char)ok;
-  gc_result_t rc = gc__boot_local_allgather(comm, mine, names, sizeof mine); /* every rank, always */
-  if (rc != GC_SUCCESS || !names[0][sizeof name]) {
+  char said[sizeof name + 1]; /* the root's name, then whether it listens */
+  memcpy(said, name, sizeof name);
+  said[sizeof name] = (char)ok;
+  gc_result_t rc = gc__boot_local_bcast(comm, said, sizeof said); /* every rank, always */
+  if (rc != GC_SUCCESS || !said[sizeof name]) {
     if (listener >= 0) close(listener);
     if (rc != GC_SUCCESS) return rc;
     return GC_FAIL(comm, GC_ERR_SYSTEM, "passing a file descriptor: local rank 0 has none or could not listen");
@@ -123,14 +110,14 @@ gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out) {
     }
     close(listener);
   } else {
-    memcpy(addr.sun_path + 1, names[0], strlen(names[0]));
-    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(names[0]));
+    memcpy(addr.sun_path + 1, said, strlen(said));
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(said));
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ok = s >= 0 && connect(s, (struct sockaddr *)&addr, len) == 0 && ready_within(s, POLLIN, ms) &&
          (*out = recv_fd(s)) >= 0;
     if (s >= 0) close(s);
   }
-  GC_CHECK(local_all(comm, &ok));
+  GC_CHECK(gc__boot_local_min_int(comm, &ok));
   if (!ok) {
     if (!root && *out >= 0) close(*out);
     *out = -1;
@@ -252,7 +239,7 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
        DRV(MemGetAllocationGranularity(&agran, &aprop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
   /* Every rank must use the same size: the largest granule of any rank decides. */
   double g = ok ? (double)(mgran > agran ? mgran : agran) : 0;
-  GC_CHECK(local_all(comm, &ok));
+  GC_CHECK(gc__boot_local_min_int(comm, &ok));
   GC_CHECK(gc__boot_max_double(comm, &g));
   mm->bytes = ok ? gc__multimem_bytes(comm->tp.staging_bytes, (size_t)g, 1) : 0;
   mprop.size = mm->bytes;
@@ -266,7 +253,7 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
     ok = ok && DRV(MemExportToShareableHandle(&fd, mm->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                    "cuMemExportToShareableHandle");
   }
-  GC_CHECK(local_all(comm, &ok));
+  GC_CHECK(gc__boot_local_min_int(comm, &ok));
   if (ok) {
     gc_result_t r = gc__share_fd(comm, fd, &mm->fd);
     if (r != GC_SUCCESS) ok = 0, snprintf(mm->why, sizeof mm->why, "%s", gc__message_body(comm->last_error));
@@ -279,7 +266,7 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
     mm->have_mc = ok;
   }
   ok = ok && DRV(MulticastAddDevice(mm->mc_handle, dev), "cuMulticastAddDevice");
-  GC_CHECK(local_all(comm, &ok)); /* every GPU added before any memory is bound */
+  GC_CHECK(gc__boot_local_min_int(comm, &ok)); /* every GPU added before any memory is bound */
 
   /* This rank's memory, bound to the object, then both mappings. */
   ok = ok && DRV(MemCreate(&mm->mem_handle, mm->bytes, &aprop, 0), "cuMemCreate");
@@ -300,7 +287,7 @@ gc_result_t gc__multimem_init(gc_comm_t comm) {
   mm->mc = (void *)(uintptr_t)mc;
   ok = ok && DRV(MemMap(mc, mm->bytes, 0, mm->mc_handle, 0), "cuMemMap (multicast)") && (mm->mc_mapped = 1) &&
        DRV(MemSetAccess(mc, mm->bytes, &access, 1), "cuMemSetAccess (multicast)");
-  GC_CHECK(local_all(comm, &ok));
+  GC_CHECK(gc__boot_local_min_int(comm, &ok));
   if (!ok) {
     if (!mm->why[0]) snprintf(mm->why, sizeof mm->why, "another local rank failed to set it up");
     GC_INFO(GC_SUB_P2P, "multimem unavailable: %s", mm->why);
