@@ -90,23 +90,28 @@ gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all
   return gc__boot_wait(comm, &req, "local allgather");
 }
 
-gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes) {
+/* A broadcast and a minimum over `over`: the whole communicator or its node. */
+static gc_result_t bcast_over(gc_comm_t comm, MPI_Comm over, void *buf, size_t bytes, int root) {
   MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, comm->local, &req));
-  return gc__boot_wait(comm, &req, "local broadcast");
+  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, over, &req));
+  return gc__boot_wait(comm, &req, over == comm->local ? "local broadcast" : "broadcast");
 }
 
-gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value) {
+static gc_result_t min_int_over(gc_comm_t comm, MPI_Comm over, int *value) {
   MPI_Request req;
   int in = *value;
-  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, comm->local, &req));
-  return gc__boot_wait(comm, &req, "local allreduce(min)");
+  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, over, &req));
+  return gc__boot_wait(comm, &req, over == comm->local ? "local allreduce(min)" : "allreduce(min)");
 }
 
+gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes) {
+  return bcast_over(comm, comm->local, buf, bytes, 0);
+}
+
+gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value) { return min_int_over(comm, comm->local, value); }
+
 gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
-  MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->mpi, &req));
-  return gc__boot_wait(comm, &req, "broadcast");
+  return bcast_over(comm, comm->mpi, buf, bytes, root);
 }
 
 gc_result_t gc__boot_barrier(gc_comm_t comm) {
@@ -122,12 +127,7 @@ gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
   return gc__boot_wait(comm, &req, "allreduce(max)");
 }
 
-gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) {
-  MPI_Request req;
-  int in = *value;
-  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, comm->mpi, &req));
-  return gc__boot_wait(comm, &req, "allreduce(min)");
-}
+gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) { return min_int_over(comm, comm->mpi, value); }
 
 int gc__boot_query_cuda_aware(void) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
