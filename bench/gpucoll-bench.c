@@ -18,6 +18,7 @@
 
 #include "gpucoll.h"
 #include "nccl_loader.h"
+#include "unfused_norm.h"
 /* Header-only and pure: the pattern gc_fill_random writes, so the float64 reference is exact. */
 #include "gc_rng.h"
 
@@ -67,6 +68,7 @@ typedef struct options {
   int coll; /* a gcb_coll_t or COLL_RMSNORM */
   size_t cols;  /* rmsnorm: elements per row */
   int residual; /* rmsnorm: add a residual and keep x in residual_out */
+  int nccl_alone; /* rmsnorm --vs nccl: NCCL's all-reduce alone instead of the unfused pipeline */
   const char *csv;
   uint64_t seed;
   int seed_set;
@@ -79,12 +81,13 @@ typedef struct result {
 
 /* Where rmsnorm's buffers lie in a set (byte offsets, each on a 256-byte boundary so that rows
  * keep the 16-byte alignment the kernel's vector loads want): the send region holds the input,
- * then the residual (--residual); the receive region the fp8 rows, the row scales, then
- * residual_out. NCCL's all-reduce (--vs nccl) writes its output over the receive region from 0. */
+ * then the residual (--residual); the receive region the fp8 rows, the row scales, residual_out,
+ * then for --vs nccl the NCCL all-reduce's output (sum) and the unfused RMSNorm's output (y),
+ * which the baseline writes and the fused op does not have. */
 typedef struct rms_layout {
   size_t rows, count; /* count = rows x cols elements */
   size_t residual_at, send_bytes;
-  size_t scales_at, residual_out_at, recv_bytes;
+  size_t scales_at, residual_out_at, sum_at, y_at, recv_bytes;
 } rms_layout_t;
 
 typedef struct bench {
@@ -172,7 +175,8 @@ static void usage(FILE *f) {
           "                      normalizing kernel; see gpucoll.h)\n"
           "  -m, --maxblocks N   cap on gpucoll's grid (0 = dispatch table)\n"
           "  --vs nccl           time NCCL on the same buffers and print the ratio (rmsnorm:\n"
-          "                      NCCL's all-reduce of the same input alone, without the norm)\n"
+          "                      NCCL's all-reduce, then separate RMSNorm and quantization\n"
+          "                      kernels: PERFORMANCE.md's baseline for the fused op)\n"
           "  --csv FILE          one row per (size, placement, library) with every figure\n"
           "  --host              host buffers and the MPI path even where GPUs are present\n"
           "  --eager             plain gc_buffer_alloc buffers (copy-in) instead of gc_mem_alloc\n"
@@ -183,7 +187,10 @@ static void usage(FILE *f) {
           "float16 or bfloat16, -o sum; no in-place form; gamma random, epsilon 1e-6):\n"
           "  --cols N            elements per row (8192); a size is rows x cols x dtype bytes,\n"
           "                      rows = max(1, size / (cols x dtype bytes))\n"
-          "  --residual          add a random residual and keep the sum in a residual_out\n");
+          "  --residual          add a random residual and keep the sum in a residual_out\n"
+          "  --nccl-baseline B   what --vs nccl times: unfused (NCCL's all-reduce, an RMSNorm\n"
+          "                      kernel, a per-row FP8 quantization kernel; the default) or\n"
+          "                      allreduce (NCCL's all-reduce alone)\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -236,7 +243,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
                    .step_factor = 2.0, .iters = 20, .warmup = 5, .check = 1,
                    .dtype = GC_FLOAT32, .op = GC_SUM, .algo = GC_ALGO_AUTO,
                    .coll = GCB_ALLREDUCE, .cols = 8192};
-  enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL };
+  enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
+         OPT_BASELINE };
   static const struct option longopts[] = {
       {"minbytes", required_argument, 0, 'b'},  {"maxbytes", required_argument, 0, 'e'},
       {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
@@ -249,8 +257,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       {"csv", required_argument, 0, OPT_CSV},   {"host", no_argument, 0, OPT_HOST},
       {"eager", no_argument, 0, OPT_EAGER},     {"seed", required_argument, 0, OPT_SEED},
       {"cols", required_argument, 0, OPT_COLS}, {"residual", no_argument, 0, OPT_RESIDUAL},
+      {"nccl-baseline", required_argument, 0, OPT_BASELINE},
       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
-  int cols_set = 0;
+  int cols_set = 0, baseline_set = 0;
   int quiet = g_rank != 0, c, bad = 0;
   const char *why = NULL, *arg = NULL;
   opterr = 0;
@@ -284,6 +293,12 @@ static int parse_args(int argc, char **argv, options_t *o) {
       case OPT_EAGER: o->eager = 1; break;
       case OPT_COLS: bad = parse_size(optarg, &o->cols) || o->cols == 0; cols_set = 1; why = "--cols wants a count > 0"; break;
       case OPT_RESIDUAL: o->residual = 1; break;
+      case OPT_BASELINE:
+        o->nccl_alone = !strcmp(optarg, "allreduce");
+        bad = !o->nccl_alone && strcmp(optarg, "unfused") != 0;
+        baseline_set = 1;
+        why = "--nccl-baseline is unfused or allreduce";
+        break;
       case OPT_SEED: {
         char *end;
         o->seed = strtoull(optarg, &end, 0);
@@ -339,10 +354,10 @@ static int parse_args(int argc, char **argv, options_t *o) {
     arg = gc_op_name(o->op);
     why = "rmsnorm sums over the ranks (-o sum)";
   }
-  if (!bad && o->coll != COLL_RMSNORM && (cols_set || o->residual)) {
+  if (!bad && o->coll != COLL_RMSNORM && (cols_set || o->residual || baseline_set)) {
     bad = 1;
     arg = NULL;
-    why = "--cols and --residual apply to rmsnorm only";
+    why = "--cols, --residual and --nccl-baseline apply to rmsnorm only";
   }
   if (bad) {
     if (!quiet) {
@@ -485,6 +500,10 @@ static long long compare(const check_ctx_t *c, const unsigned char *out, size_t 
  * GPU's scale) misses y by more than the fp8 rounding (half an ulp, relative) plus twice the
  * subnormal spacing at the reference scale; a row's scale when it is off by more than 1e-3 of
  * itself; a residual_out element like an all-reduce element of n + 1 addends.
+ * The unfused baseline (--vs nccl) is checked by the same rules, from its own all-reduce's
+ * output (x = dtype(sum + residual), as its kernel forms it; the sum is checked as an all-reduce)
+ * and allowing for its y rounded to the dtype: half an ulp more on each scale, twice that on
+ * each fp8 value.
  * ------------------------------------------------------------------------------------------- */
 /* The fp8 type's largest finite value, its worst relative rounding (half an ulp) and the spacing
  * of its subnormals. */
@@ -504,6 +523,8 @@ typedef struct rms_check {
   uint64_t gamma_seed, residual_seed;
   const unsigned char *out, *residual_out; /* host copies */
   const float *scales;
+  const unsigned char *sum; /* the unfused baseline's all-reduce output (host copy), else NULL */
+  double y_round;           /* relative rounding of an intermediate y: 0 when fused */
   check_ctx_t ranks; /* the rank seeds */
 } rms_check_t;
 
@@ -523,7 +544,10 @@ static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int 
   double ss = 0.0;
   for (size_t j = 0; j < cols; j++) {
     double acc = 0.0;
-    for (int r = 0; r < n; r++) acc += gc__random_value(ctx_seed(&c->ranks, r), base + j, c->dt);
+    if (c->sum)
+      acc = gc_element_get(c->sum, base + j, c->dt);
+    else
+      for (int r = 0; r < n; r++) acc += gc__random_value(ctx_seed(&c->ranks, r), base + j, c->dt);
     if (c->residual) acc += gc__random_value(c->residual_seed, base + j, c->dt);
     x[j] = round_to(c->dt, acc);
     ss += x[j] * x[j];
@@ -537,7 +561,7 @@ static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int 
   double scale_ref = fmax(amax / c->fp8_max, 1.0 / (c->fp8_max * 512.0));
   if (c->norm.scale_ub > 0.0f) scale_ref = fmin(scale_ref, (double)c->norm.scale_ub);
   const double scale = c->scales[row];
-  if (!(fabs(scale - scale_ref) <= 1e-3 * scale_ref)) {
+  if (!(fabs(scale - scale_ref) <= (1e-3 + c->y_round) * scale_ref)) {
     wrong++;
     if (shown && (*shown)++ < 4)
       fprintf(stderr, "gpucoll-bench: rank %d: %s: row %zu: scale is %.9g, expected %.9g\n",
@@ -547,7 +571,7 @@ static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int 
   for (size_t j = 0; j < cols; j++) {
     double y = x[j] * rinv * (gc__random_value(c->gamma_seed, j, c->dt) + c->norm.weight_offset);
     double q = gc_element_get(c->out, base + j, c->norm.out_dtype), got = q * scale;
-    double tol = c->fp8_rel * fabs(y) + floor_tol;
+    double tol = (c->fp8_rel + 2.0 * c->y_round) * fabs(y) + floor_tol;
     if (!(fabs(got - y) <= tol)) {
       wrong++;
       if (shown && (*shown)++ < 4)
@@ -609,8 +633,16 @@ static rms_layout_t rms_layout(const options_t *o, size_t bytes, size_t elt) {
   l.scales_at = round_up(l.count, RMS_ALIGN); /* after count fp8 bytes */
   const size_t scales_end = l.scales_at + l.rows * sizeof(float);
   l.residual_out_at = round_up(scales_end, RMS_ALIGN);
-  const size_t used = o->residual ? l.residual_out_at + in_bytes : scales_end;
-  l.recv_bytes = used > in_bytes ? used : in_bytes; /* NCCL's all-reduce output fits as well */
+  size_t used = o->residual ? l.residual_out_at + in_bytes : scales_end;
+  if (o->vs_nccl) {
+    l.sum_at = round_up(used, RMS_ALIGN);
+    used = l.sum_at + in_bytes;
+    if (!o->nccl_alone) {
+      l.y_at = round_up(used, RMS_ALIGN);
+      used = l.y_at + in_bytes;
+    }
+  }
+  l.recv_bytes = used;
   return l;
 }
 
@@ -753,11 +785,24 @@ static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *st
   void *recv;
   set_ptrs(b, set, placement, &send, &recv);
   const options_t *o = &b->o;
+  if (lib == LIB_NCCL && o->coll == COLL_RMSNORM) {
+    /* NCCL's all-reduce of the same input into sum, then (unless alone) the unfused kernels */
+    const rms_layout_t *l = &b->rms;
+    char *out = recv, *sum = out + l->sum_at;
+    if (gcb_nccl_run(b->nccl, GCB_ALLREDUCE, send, sum, l->count, o->dtype, GC_SUM, 0, stream,
+                     err, errlen))
+      return GC_ERR_REMOTE; /* NCCL's own error; the message is in err */
+    if (o->nccl_alone) return GC_SUCCESS;
+    gc_rmsnorm_fp8_t norm = rms_norm(b, (const char *)send + l->residual_at, out + l->residual_out_at);
+    if (gcb_unfused_norm(sum, norm.residual, norm.residual_out, norm.gamma, out + l->y_at, out,
+                         (float *)(out + l->scales_at), l->rows, o->cols, o->dtype, norm.epsilon,
+                         stream, err, errlen))
+      return GC_ERR_CUDA;
+    return GC_SUCCESS;
+  }
   if (lib == LIB_NCCL) {
-    /* rmsnorm: NCCL's all-reduce of the same input, into the receive region */
-    gcb_coll_t coll = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
-    if (gcb_nccl_run(b->nccl, coll, send, recv, b->param_count, o->dtype, o->op, o->root,
-                     stream, err, errlen))
+    if (gcb_nccl_run(b->nccl, (gcb_coll_t)o->coll, send, recv, b->param_count, o->dtype, o->op,
+                     o->root, stream, err, errlen))
       return GC_ERR_REMOTE; /* NCCL's own error; the message is in err */
     return GC_SUCCESS;
   }
@@ -856,7 +901,7 @@ static long long check_one(bench_t *b, int lib, int placement) {
     die("%s %s %zu bytes: %s", lib_names[lib], placement_names[placement], b->bytes, err);
   GC_OK(b, gc_memcpy(b->comm, b->host, recv, out_elems * elt));
 
-  /* rmsnorm's NCCL column is its all-reduce alone: checked as an all-reduce of the input. */
+  /* rmsnorm's NCCL column: its all-reduce is checked as one, then the unfused kernels' output. */
   const int rms = o->coll == COLL_RMSNORM;
   check_ctx_t c = {.coll = rms ? GCB_ALLREDUCE : (gcb_coll_t)o->coll, .dt = o->dtype, .op = o->op,
                    .rank = b->rank, .nranks = b->nranks, .root = o->root,
@@ -865,18 +910,21 @@ static long long check_one(bench_t *b, int lib, int placement) {
   char what[128];
   snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[o->coll],
            placement_names[placement], b->bytes);
-  long long wrong, total = 0;
-  if (rms && lib == LIB_GC) {
+  long long wrong = 0, total = 0;
+  const unsigned char *nccl_sum = rms && lib == LIB_NCCL ? b->host + b->rms.sum_at : NULL;
+  if (nccl_sum) wrong += compare(&c, nccl_sum, b->param_count, what);
+  if (rms && (lib == LIB_GC || !o->nccl_alone)) {
     gc_rmsnorm_fp8_t norm = rms_norm(b, NULL, NULL);
     rms_check_t rc = {.norm = norm, .dt = o->dtype, .cols = o->cols, .rank = b->rank,
                       .nranks = b->nranks, .residual = o->residual, .gamma_seed = gamma_seed(b),
                       .residual_seed = residual_seed(b), .out = b->host,
-                      .scales = (const float *)(b->host + b->rms.scales_at), .ranks = c};
+                      .scales = (const float *)(b->host + b->rms.scales_at), .ranks = c,
+                      .sum = nccl_sum, .y_round = nccl_sum ? dtype_eps(o->dtype) / 2.0 : 0.0};
     fp8_limits(norm.out_dtype, &rc.fp8_max, &rc.fp8_rel, &rc.fp8_tiny);
     if (o->residual) rc.residual_out = b->host + b->rms.residual_out_at;
-    wrong = compare_rmsnorm(&rc, b->rms.rows, what);
-  } else {
-    wrong = compare(&c, b->host, rms ? b->param_count : out_elems, what);
+    wrong += compare_rmsnorm(&rc, b->rms.rows, what);
+  } else if (!rms) {
+    wrong = compare(&c, b->host, out_elems, what);
   }
   MPI_OK(MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   return total;
@@ -928,12 +976,14 @@ static void print_centered(const char *title, int width) {
   printf("%*s%s%*s", left, "", title, width - len - left, "");
 }
 
-static void print_header(int with_nccl, int coll) {
+static void print_header(int with_nccl, int coll, int nccl_alone) {
   printf("#%11s  %12s  %8s  %6s  %6s", "", "", "", "", "");
   print_centered("out-of-place", 33);
   print_centered("in-place", 33);
   if (with_nccl) {
-    print_centered(coll == COLL_RMSNORM ? "nccl all-reduce alone (no norm)" : "nccl out-of-place", 34);
+    print_centered(coll != COLL_RMSNORM ? "nccl out-of-place"
+                   : nccl_alone         ? "nccl all-reduce alone (no norm)"
+                                        : "nccl all-reduce + norm + quant", 34);
     print_centered("nccl in-place", 34);
   }
   printf("\n#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
@@ -992,10 +1042,12 @@ static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int wit
       if (with_nccl && res[LIB_GC][p].us > 0)
         snprintf(speedup, sizeof speedup, "%.4f", res[LIB_NCCL][p].us / res[LIB_GC][p].us);
       if (r->wrong >= 0) snprintf(wrong, sizeof wrong, "%lld", r->wrong);
+      const char *algo = lib == LIB_GC ? gc_algo_name(o->algo)
+                         : o->coll == COLL_RMSNORM && !o->nccl_alone ? "nccl_unfused" : "nccl";
       fprintf(b->csv, "%s,%s,%s,%zu,%zu,%s,%s,%d,%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%s,%s\n",
               coll_names[o->coll], lib_names[lib], p == OOP ? "oop" : "inplace", b->bytes,
               b->param_count, gc_dtype_name(o->dtype), gc_op_name(o->op),
-              o->coll == GCB_BROADCAST ? o->root : -1, lib == LIB_GC ? gc_algo_name(o->algo) : "nccl",
+              o->coll == GCB_BROADCAST ? o->root : -1, algo,
               b->nranks, o->graph, iters, warmup, b->nsets, o->eager ? 0 : 1, r->us, r->algbw,
               r->busbw, wrong, speedup);
     }
@@ -1140,10 +1192,15 @@ int main(int argc, char **argv) {
       char err[512];
       if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) == 0) {
         with_nccl = 1;
-        if (b->rank == 0 && o->coll == COLL_RMSNORM)
+        if (b->rank == 0 && o->coll == COLL_RMSNORM && o->nccl_alone)
           printf("# NCCL %s, same stream: the nccl columns time NCCL's all-reduce (sum) of the same "
                  "input ALONE, without the norm and the quantization (NCCL has no fused op)\n",
                  gcb_nccl_version(b->nccl));
+        else if (b->rank == 0 && o->coll == COLL_RMSNORM)
+          printf("# NCCL %s, same stream: the nccl columns time the unfused baseline: NCCL's "
+                 "all-reduce (sum) of the same input, then an RMSNorm kernel (residual add, y in "
+                 "%s) and a per-row FP8 quantization kernel (bench/unfused_norm.cu)\n",
+                 gcb_nccl_version(b->nccl), gc_dtype_name(o->dtype));
         else if (b->rank == 0)
           printf("# NCCL %s, same buffers, same stream\n", gcb_nccl_version(b->nccl));
       } else {
@@ -1155,7 +1212,7 @@ int main(int argc, char **argv) {
   if (b->rank == 0) printf("#\n");
 
   setup_buffers(b);
-  if (b->rank == 0) print_header(with_nccl, o->coll);
+  if (b->rank == 0) print_header(with_nccl, o->coll, o->nccl_alone);
 
   long long wrong_total = 0;
   double bw_sum[NUM_LIBS] = {0, 0}, log_speedup = 0;
@@ -1233,7 +1290,9 @@ int main(int argc, char **argv) {
     if (with_nccl) {
       printf("# Avg bus bandwidth (nccl) : %g\n", bw_count ? bw_sum[LIB_NCCL] / bw_count : 0.0);
       printf("# Geometric mean speed-up vs NCCL (NCCL time / gpucoll time%s) : %.3fx\n",
-             o->coll == COLL_RMSNORM ? "; NCCL's all-reduce alone vs the fused op" : "",
+             o->coll != COLL_RMSNORM ? ""
+             : o->nccl_alone         ? "; NCCL's all-reduce alone vs the fused op"
+                                     : "; NCCL's all-reduce + norm + quant kernels vs the fused op",
              speedup_count ? exp(log_speedup / speedup_count) : 0.0);
     }
     printf("#\n");
