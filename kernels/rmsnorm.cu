@@ -138,20 +138,38 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   return true;
 }
 
-// Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order.
+// Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order. The
+// loads go four ranks at a time (reduce_at issues all eight slots' at once): fewer registers.
 template <typename T, bool VEC>
 struct SumByReads {
   const gc_kargs_t &k;
   __device__ bool operator()(size_t el, float (&acc)[Pack<T, VEC>::E]) const {
-    reduce_at<T, float, OPK_SUM, VEC>(k, el, acc);
+    constexpr int E = Pack<T, VEC>::E, G = 4;
+    const int n = k.peers.nranks;
+    for (int p0 = 0; p0 < n; p0 += G) {
+      Pack<T, VEC> v[G];
+#pragma unroll
+      for (int i = 0; i < G; i++)
+        if (p0 + i < n) v[i].load((const T *)k.in[p0 + i] + el);
+#pragma unroll
+      for (int i = 0; i < G; i++)
+        if (p0 + i < n)
+#pragma unroll
+          for (int e = 0; e < E; e++)
+            acc[e] = p0 + i == 0 ? to_acc<float>(v[i].v[e]) : __fadd_rn(acc[e], to_acc<float>(v[i].v[e]));
+    }
     return true;
   }
 };
 
-// LOCAL, READS and TWOSHOT (kernels.h).
+// LOCAL and READS (kernels.h). Two blocks an SM (at most 64 registers a thread, a few spilled):
+// one block's loads overlap the other's reductions and quantizing, and the grid (up to the 256
+// signal rows) is resident at once. 2 x H200, bf16, 8192 cols with residual, forced one-shot, us,
+// two blocks an SM against one (run 177; the register-bound kernel used 113-128 registers):
+// 4 MB 26.54 / 33.02, 16 MB 67.04 / 84.33, 64 MB 220.5 / 250.0. 256-thread blocks, one or two an
+// SM, were slower from 16 MB (74.84 / 81.95).
 template <typename T, bool VEC>
-__global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
-  constexpr int E = Pack<T, VEC>::E;
+__global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   pdl_begin(a.pdl);
   if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
     norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a});
@@ -160,39 +178,49 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
-  if (m.mode == GC_KNORM_READS) {
-    norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
-  } else {
-    // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory
-    const int n = a.peers.nranks, me = a.peers.rank;
-    size_t r0, rn;
-    slice_of(m.rows, n, me, &r0, &rn);
-    gc_kargs_t own = a;
-    for (int p = 0; p < n; p++) own.in[p] = (const T *)a.in[p] + r0 * m.cols;
-    gc_knorm_t mine = m;
-    mine.rows = rn;
-    mine.residual = m.residual ? (const T *)m.residual + r0 * m.cols : nullptr;
-    mine.x = nullptr;
-    mine.out = a.pub[me];
-    mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-    norm_rows<T, VEC>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
-    // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
-    // per block, so a block copies exactly what its counterparts wrote: the same rows of every
-    // owner's share, the same part of each row (norm_rows' split).
-    if (!sync.barrier()) return;
-    const int parts = m.parts, part = (int)blockIdx.x % parts;
-    size_t k0, kn;
-    slice_of(m.cols / E, parts, part, &k0, &kn);
-    for (int i = 0; i < n; i++) {
-      const int q = (me + i) % n;
-      size_t q0, qn;
-      slice_of(m.rows, n, q, &q0, &qn);
-      const float *their_scales = (const float *)((const char *)a.pub[q] + m.pub_scales);
-      for (size_t row = blockIdx.x / parts; row < qn; row += gridDim.x / parts) {
-        copy_bytes((unsigned char *)m.out + (q0 + row) * m.cols + k0 * E,
-                   (const unsigned char *)a.pub[q] + row * m.cols + k0 * E, kn * E, threadIdx.x, blockDim.x);
-        if (part == 0 && threadIdx.x == 0) m.scales[q0 + row] = their_scales[row];
-      }
+  norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
+  if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+  sync.done();
+}
+
+// TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory,
+// then every owner's fp8 rows and scales copied out. A kernel of its own: its copies of the
+// arguments took the one-shot's registers and stack when both shared one.
+template <typename T, bool VEC>
+__global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  constexpr int E = Pack<T, VEC>::E;
+  pdl_begin(a.pdl);
+  Sync sync(a.peers);
+  if (!sync.barrier()) return;  // every input is in place on every rank
+  extern __shared__ uint4 shared_row[];
+  const int n = a.peers.nranks, me = a.peers.rank;
+  size_t r0, rn;
+  slice_of(m.rows, n, me, &r0, &rn);
+  gc_kargs_t own = a;
+  for (int p = 0; p < n; p++) own.in[p] = (const T *)a.in[p] + r0 * m.cols;
+  gc_knorm_t mine = m;
+  mine.rows = rn;
+  mine.residual = m.residual ? (const T *)m.residual + r0 * m.cols : nullptr;
+  mine.x = nullptr;
+  mine.out = a.pub[me];
+  mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
+  norm_rows<T, VEC>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
+  // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
+  // per block, so a block copies exactly what its counterparts wrote: the same rows of every
+  // owner's share, the same part of each row (norm_rows' split).
+  if (!sync.barrier()) return;
+  const int parts = m.parts, part = (int)blockIdx.x % parts;
+  size_t k0, kn;
+  slice_of(m.cols / E, parts, part, &k0, &kn);
+  for (int i = 0; i < n; i++) {
+    const int q = (me + i) % n;
+    size_t q0, qn;
+    slice_of(m.rows, n, q, &q0, &qn);
+    const float *their_scales = (const float *)((const char *)a.pub[q] + m.pub_scales);
+    for (size_t row = blockIdx.x / parts; row < qn; row += gridDim.x / parts) {
+      copy_bytes((unsigned char *)m.out + (q0 + row) * m.cols + k0 * E,
+                 (const unsigned char *)a.pub[q] + row * m.cols + k0 * E, kn * E, threadIdx.x, blockDim.x);
+      if (part == 0 && threadIdx.x == 0) m.scales[q0 + row] = their_scales[row];
     }
   }
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input (or pub)
@@ -203,6 +231,8 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_fp8_kernel(const gc_kargs_t a, const gc
 // rank's LL area (a generation holds n rows of the whole input), then takes the row's packs from
 // its own area as they arrive. Without barriers a peer may be in its next call already, so x is
 // kept at m.x or in shared memory, never in staging.
+// One block an SM: with two (64 registers) it was slower at every size (run 178, 2 x H200, bf16,
+// 8192 cols with residual: 256 KB 9.76 against 8.35 us, 2 MB 22.04 against 16.20).
 template <typename T>
 __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   constexpr int E = 16 / sizeof(T);
@@ -258,6 +288,9 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     if (m->cols * sizeof(T) / m->parts > GC_KNORM_SHARED_ROW) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
   }
+  if (m->mode == GC_KNORM_TWOSHOT)
+    return vec ? cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, true>, *a, *m)
+               : cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, false>, *a, *m);
   if (vec) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, true>, *a, *m);
   return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, false>, *a, *m);
 }
