@@ -8,6 +8,8 @@
 // so every rank computes the same bits.
 #include <cooperative_groups.h>
 
+#include <type_traits>
+
 #include "ll.cuh"
 
 namespace gc {
@@ -56,11 +58,23 @@ __device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts) {
   return v;
 }
 
+// E values quantized to the fp8 format F (round to nearest even, saturating), two at a time.
+template <__nv_fp8_interpretation_t F, int E>
+__device__ __forceinline__ void to_fp8(const float (&y)[E], unsigned char (&q)[E]) {
+#pragma unroll
+  for (int e = 0; e + 1 < E; e += 2) {
+    const __nv_fp8x2_storage_t two = __nv_cvt_float2_to_fp8x2(make_float2(y[e], y[e + 1]), __NV_SATFINITE, F);
+    q[e] = (unsigned char)(two & 0xffu);
+    q[e + 1] = (unsigned char)(two >> 8);
+  }
+  if constexpr (E % 2 == 1) q[E - 1] = __nv_cvt_float_to_fp8(y[E - 1], __NV_SATFINITE, F);
+}
+
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
-// summed over the ranks in rank order, or false when a wait ran out; then false is returned.
-// x is kept at m.x, else in `row_x` (shared memory for the block's share of a row), else read
-// from a.in[0] (LOCAL).
-template <typename T, bool VEC, typename SumAt>
+// summed over the ranks in rank order, or false when a wait ran out (CAN_FAIL); then false is
+// returned. x is kept at m.x, else in `row_x` (shared memory for the block's share of a row),
+// else read from a.in[0] (LOCAL).
+template <typename T, bool VEC, bool CAN_FAIL, typename SumAt>
 __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr) {
   constexpr int E = Pack<T, VEC>::E;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
@@ -92,7 +106,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     bool failed = false;
     for (size_t k = kf; k < k1; k += blockDim.x) {
       float acc[E];
-      if (!sum_at(base + k * E, acc)) {
+      if (!sum_at(base + k * E, acc) && CAN_FAIL) {
         failed = true;
         break;
       }
@@ -114,26 +128,33 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       if (keep) x.store(keep + (k - from) * E);
       if (k == kf) x_first = x;
     }
-    if (__syncthreads_or(failed)) return false;
+    if (CAN_FAIL && __syncthreads_or(failed)) return false;
     acc_row = cluster_reduce(block_reduce(acc_row), parts);
     const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(acc_row.sum, (float)m.cols), m.epsilon)));
     float scale = fmaxf(__fdiv_rn(__fmul_rn(r, acc_row.most), fp8_max), __fdiv_rn(1.0f, fp8_max * 512.0f));
     if (m.scale_ub > 0.0f) scale = fminf(scale, m.scale_ub);
     if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
 
-    // 2. the quantized row, y = x * r * w (the same thread reads back what it stored)
-    for (size_t k = kf; k < k1; k += blockDim.x) {
-      Pack<T, VEC> x = x_first, g = g_first;
-      if (k != kf) {
-        x.load(xs + (k - from) * E);
-        g.load(gamma + k * E);
-      }
-      unsigned char q[E];
+    // 2. the quantized row, y = x * r * w (the same thread reads back what it stored); the
+    // format is chosen once per row, not per element
+    auto quantize = [&](auto format) {
+      for (size_t k = kf; k < k1; k += blockDim.x) {
+        Pack<T, VEC> x = x_first, g = g_first;
+        if (k != kf) {
+          x.load(xs + (k - from) * E);
+          g.load(gamma + k * E);
+        }
+        float y[E];
 #pragma unroll
-      for (int e = 0; e < E; e++)
-        store_float(q, e, m.out_dtype, __fdiv_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), scale));
-      put_bytes((unsigned char *)m.out + base + k * E, q, E);
-    }
+        for (int e = 0; e < E; e++)
+          y[e] = __fdiv_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), scale);
+        unsigned char q[E];
+        to_fp8<decltype(format)::value>(y, q);
+        put_bytes((unsigned char *)m.out + base + k * E, q, E);
+      }
+    };
+    if (m.out_dtype == GC_FP8_E4M3) quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E4M3>{});
+    else quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E5M2>{});
   }
   return true;
 }
@@ -172,13 +193,13 @@ template <typename T, bool VEC>
 __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   pdl_begin(a.pdl);
   if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
-    norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a});
+    norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a});
     return;
   }
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
-  norm_rows<T, VEC>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
+  norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
@@ -204,7 +225,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, cons
   mine.x = nullptr;
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-  norm_rows<T, VEC>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
+  norm_rows<T, VEC, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
   // owner's share, the same part of each row (norm_rows' split).
@@ -251,7 +272,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   unsigned char *mine = a.peers.ll[me] + c.gen;
   extern __shared__ uint4 shared_row[];  // x of the block's row when m.x is NULL
   Deadline d;
-  const bool ok = norm_rows<T, true>(
+  const bool ok = norm_rows<T, true, true>(
       a, m,
       [&](size_t el, float(&acc)[E]) {
         uint4 v[GC_MAX_LOCAL_RANKS];
