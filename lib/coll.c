@@ -23,6 +23,16 @@ static int has_epilogue(const gc_options_t *o, gc_dtype_t dtype) {
   return o->scale != 1.0 || o->add != NULL || o->out_dtype != dtype;
 }
 
+/* *o without its epilogue (no scale, no add), results of out_dtype: for a stage whose epilogue
+ * another stage applies. */
+static gc_options_t without_epilogue(const gc_options_t *o, gc_dtype_t out_dtype) {
+  gc_options_t plain = *o;
+  plain.scale = 1.0;
+  plain.add = NULL;
+  plain.out_dtype = out_dtype;
+  return plain;
+}
+
 /* Fills *out from opts (NULL = defaults), with out_dtype resolved; refuses epilogues that do not
  * fit the dtype or the collective. */
 static gc_result_t resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
@@ -704,10 +714,7 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
   size_t total = sp->rows * sp->cols;
   gc_dtype_t wide = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
   size_t es = gc_dtype_size(dtype), ws = gc_dtype_size(wide), os = gc_dtype_size(o->out_dtype);
-  gc_options_t plain = *o;
-  plain.scale = 1.0;
-  plain.add = NULL;
-  plain.out_dtype = wide;
+  gc_options_t plain = without_epilogue(o, wide);
   double scale = o->scale;
   if (op == GC_AVG && gc__dtype_is_float(dtype)) {
     op = GC_SUM;
@@ -968,10 +975,7 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   /* Inside the node: op (a sum for GC_AVG) without epilogue, into partials of float32 for half
    * types, else of dtype. Across nodes: op over the partials, then the epilogue, rounding once. */
   gc_dtype_t part = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
-  gc_options_t inside = o, across = GC_OPTIONS_INIT;
-  inside.scale = 1.0;
-  inside.add = NULL;
-  inside.out_dtype = part;
+  gc_options_t inside = without_epilogue(&o, part), across = GC_OPTIONS_INIT;
   across.scale = o.scale;
   across.add = o.add;
   across.out_dtype = o.out_dtype;
@@ -1021,10 +1025,7 @@ static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t
   if (comm->node_count == 1 && !has_epilogue(&o, dtype)) return allgather_ex_impl(send, recv, count, dtype, comm, stream, &o);
   GC_CHECK(mixed_groups(comm, stream));
   /* Across nodes into this rank's block of recv, then the node's blocks gathered in place. */
-  gc_options_t plain = o;
-  plain.scale = 1.0;
-  plain.add = NULL;
-  plain.out_dtype = GC_DTYPE_SAME;
+  gc_options_t plain = without_epilogue(&o, GC_DTYPE_SAME);
   gc_comm_t node = comm->node_group, cross = comm->cross_group;
   gc_result_t r = on_group(comm, cross, gc__mpi_allreduce(cross, send, mine, count, dtype, op, &o, NULL,
                                                           (cudaStream_t)stream));
@@ -1179,10 +1180,11 @@ static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float
 }
 
 /* The fused kernel by reads: every rank reads every rank's rows (its gc_mem_alloc input in place,
- * else a chunk of whole rows copied into staging). One-shot: every rank normalizes every row. Two-shot (no residual_out): rank
- * q normalizes its share of the rows into its publish half (fp8 rows, then scales) and every rank
- * copies them out, so a rank reads 1/n of the input from each peer and the rest as fp8. False in
- * *fits when a row does not fit staging (or, two-shot, a block's share of one shared memory). */
+ * else a chunk of whole rows copied into staging). One-shot: every rank normalizes every row.
+ * Two-shot (no residual_out): rank q normalizes its share of the rows into its publish half (fp8
+ * rows, then scales) and every rank copies them out, so a rank reads 1/n of the input from each
+ * peer and the rest as fp8. False in *fits when a row does not fit staging (or, two-shot, a
+ * block's share of one shared memory). */
 static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows, size_t cols,
                                  gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o, int twoshot,
                                  cudaStream_t stream, int *fits) {
