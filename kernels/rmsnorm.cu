@@ -36,23 +36,32 @@ __device__ __forceinline__ SumMax block_reduce(SumMax v) {
 }
 
 // The same over the `parts` blocks of a row's cluster, in block order (each block's share of the
-// row combined by block_reduce first). Every thread gets the result.
-__device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts) {
+// row combined by block_reduce first), with whether any block failed. Each block stores its value
+// into every block's shared memory, then one cluster barrier; every thread gets the result. The
+// slots alternate between a block's rows (`round`): a block storing round k + 2 has passed round
+// k + 1's barrier, which a block reaches only after reading round k. After the last barrier no
+// block touches another's shared memory, so blocks may leave.
+__device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts, int part, unsigned round, bool &failed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (parts > 1) {
-    __shared__ SumMax mine;
+    struct Part {
+      SumMax v;
+      int failed;
+    };
+    __shared__ Part slots[2][8];
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    if (threadIdx.x == 0) mine = v;
+    Part *const slot = slots[round & 1];
+    if ((int)threadIdx.x < parts) *cluster.map_shared_rank(&slot[part], threadIdx.x) = {v, failed};
     cluster.sync();
-    SumMax got[8];  // every block's value loaded before the first is used (one latency, not 8)
-#pragma unroll
-    for (int c = 0; c < 8; c++)
-      if (c < parts) got[c] = *cluster.map_shared_rank(&mine, c);
-    v = got[0];
+    v = slot[0].v;
+    int any = slot[0].failed;
 #pragma unroll
     for (int c = 1; c < 8; c++)
-      if (c < parts) v = combine(v, got[c]);
-    cluster.sync();  // no block writes `mine` again while another reads it
+      if (c < parts) {
+        v = combine(v, slot[c].v);
+        any |= slot[c].failed;
+      }
+    failed = any;
   }
 #endif
   return v;
@@ -73,9 +82,11 @@ __device__ __forceinline__ void to_fp8(const float (&y)[E], unsigned char (&q)[E
 // The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
 // summed over the ranks in rank order, or false when a wait ran out (CAN_FAIL); then false is
 // returned. x is kept at m.x, else in `row_x` (shared memory for the block's share of a row),
-// else read from a.in[0] (LOCAL).
+// else read from a.in[0] (LOCAL). A block that failed before (`entered` false: its barrier ran
+// out) still meets its cluster once, so that none leaves while another may store into it.
 template <typename T, bool VEC, bool CAN_FAIL, typename SumAt>
-__device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr) {
+__device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr,
+                          bool entered = true) {
   constexpr int E = Pack<T, VEC>::E;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
   // This block's share of every row it takes: packs [k0, k1) of the row's units (VEC only when
@@ -86,6 +97,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   const size_t k1 = k0 + kn;
   const T *gamma = (const T *)m.gamma;
   auto weight = [&](const Pack<T, VEC> &g, int e) { return __fadd_rn(to_acc<float>(g.v[e]), m.weight_offset); };
+  unsigned round = 0;
   for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
     const size_t base = row * m.cols;
     // where x goes, when it is not in a.in[0]; row_x holds this block's share only, from pack k0
@@ -103,8 +115,8 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     // 1. x = the row summed over the ranks (+ residual), rounded to T; the row's sum of squares
     // and largest |x * w| (w = gamma + weight_offset), combined over the block and cluster at once
     SumMax acc_row = {0.0f, 0.0f};
-    bool failed = false;
-    for (size_t k = kf; k < k1; k += blockDim.x) {
+    bool failed = !entered;
+    for (size_t k = kf; !failed && k < k1; k += blockDim.x) {
       float acc[E];
       if (!sum_at(base + k * E, acc) && CAN_FAIL) {
         failed = true;
@@ -128,15 +140,19 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       if (keep) x.store(keep + (k - from) * E);
       if (k == kf) x_first = x;
     }
-    if (CAN_FAIL && __syncthreads_or(failed)) return false;
-    acc_row = cluster_reduce(block_reduce(acc_row), parts);
+    if (CAN_FAIL) failed = __syncthreads_or(failed);
+    if (!failed) acc_row = block_reduce(acc_row);
+    acc_row = cluster_reduce(acc_row, parts, part, round++, failed);
+    if (failed) return false;
     const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(acc_row.sum, (float)m.cols), m.epsilon)));
     float scale = fmaxf(__fdiv_rn(__fmul_rn(r, acc_row.most), fp8_max), __fdiv_rn(1.0f, fp8_max * 512.0f));
     if (m.scale_ub > 0.0f) scale = fminf(scale, m.scale_ub);
     if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
+    const float inv_scale = __fdiv_rn(1.0f, scale);
 
-    // 2. the quantized row, y = x * r * w (the same thread reads back what it stored); the
-    // format is chosen once per row, not per element
+    // 2. the quantized row, y = x * r * w times the scale's reciprocal (the same thread reads back
+    // what it stored); the format is chosen once per row, not per element. A division per element
+    // cost 0.9 us of a 1-row call (run 185: 2 x H200, bf16, 8192 cols, LL, 6.03 against 5.15 us).
     auto quantize = [&](auto format) {
       for (size_t k = kf; k < k1; k += blockDim.x) {
         Pack<T, VEC> x = x_first, g = g_first;
@@ -147,7 +163,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
         float y[E];
 #pragma unroll
         for (int e = 0; e < E; e++)
-          y[e] = __fdiv_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), scale);
+          y[e] = __fmul_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), inv_scale);
         unsigned char q[E];
         to_fp8<decltype(format)::value>(y, q);
         put_bytes((unsigned char *)m.out + base + k * E, q, E);
@@ -197,9 +213,9 @@ __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_ka
     return;
   }
   Sync sync(a.peers);
-  if (!sync.barrier()) return;  // every input is in place on every rank
+  const bool entered = sync.barrier();  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
-  norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row);
+  if (!norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
@@ -212,7 +228,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, cons
   constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
   Sync sync(a.peers);
-  if (!sync.barrier()) return;  // every input is in place on every rank
+  const bool entered = sync.barrier();  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];
   const int n = a.peers.nranks, me = a.peers.rank;
   size_t r0, rn;
@@ -225,7 +241,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, cons
   mine.x = nullptr;
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-  norm_rows<T, VEC, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row);
+  if (!norm_rows<T, VEC, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row, entered)) return;
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
   // owner's share, the same part of each row (norm_rows' split).

@@ -1104,10 +1104,11 @@ static void rmsnorm_fp8_host(const void *x, size_t rows, size_t cols, gc_dtype_t
     if (scale < least) scale = least;
     if (m->scale_ub > 0.0f && scale > m->scale_ub) scale = m->scale_ub;
     scales[i] = scale;
+    const float inv_scale = 1.0f / scale;
     for (size_t j = 0; j < cols; j++) {
       const float xr = (float)gc__load_double(x, base + j, dtype) * r;
       const float y = xr * ((float)gc__load_double(m->gamma, j, dtype) + m->weight_offset);
-      gc__store_double(out, base + j, m->out_dtype, y / scale);
+      gc__store_double(out, base + j, m->out_dtype, y * inv_scale);
     }
   }
 }

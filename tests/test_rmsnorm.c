@@ -1,8 +1,9 @@
 /* test_rmsnorm.c — gc_allreduce_rmsnorm_fp8 against a float64 reference: every input dtype, both
  * fp8 outputs, odd shapes, the residual in its forms, weight offset and scale bound, unaligned
  * pointers; on GPUs the fused kernel, the all-reduce + normalizing kernel (two-shot and MPI),
- * gc_mem_alloc inputs, chunks through a small staging area and graph replay. Bit-identical
- * results on every rank; bad arguments get their own code and message. */
+ * gc_mem_alloc inputs, chunks through a small staging area, graph replay, rows over clusters
+ * and a forced timeout. Bit-identical results on every rank; bad arguments get their own code
+ * and message. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,66 @@ static void test_graph(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
+/* Under 64 rows a row is split over a cluster of blocks, and a cluster takes a second row when
+ * there are more rows than clusters (8 blocks a row, 32 clusters in 256 blocks): 50 rows of 8192
+ * bf16 and of 8192 float32, whose partial sums go through the cluster's alternating slots. */
+static void test_cluster_rows(void) {
+  if (!gc_test_peer_gpus("rmsnorm clusters over several rows", 1)) return;
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
+  int bad = 0;
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < 2; d++) {
+      rn_case_t c = {d ? GC_FLOAT32 : GC_BFLOAT16, GC_FP8_E4M3, 50, 8192, a == 2 ? RES_NONE : RES_SEPARATE, 0.0f,
+                     0, algos[a], 1, 0};
+      bad += !run_case(gc_test_comm, &c, 0);
+    }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* Only rank 0 calls: each fused kernel (LL waiting on data, one-shot and two-shot at barriers, a
+ * row over a cluster of 8 blocks and rows of a block each) gives up after 300 ms, the call's error
+ * surfaces as GC_ERR_TIMEOUT, and the communicator stays failed: no hang, no CUDA fault. */
+static void test_timeout(void) {
+  if (!gc_test_peer_gpus("rmsnorm forced timeout", 2)) return;
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
+  for (int a = 0; a < 3; a++)
+    for (size_t rows = 1; rows <= 100; rows += 99) {
+      const size_t cols = 8192, count = rows * cols;
+      gc_comm_t c = NULL;
+      gc_config_t cfg = GC_CONFIG_INIT;
+      cfg.timeout_ms = 300;
+      GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+      char *send = gc_test_alloc(count * 2), *out = gc_test_alloc(count), *gamma = gc_test_alloc(cols * 2);
+      float *sc = gc_test_alloc(rows * sizeof(float));
+      gc_test_fill(send, count, GC_BFLOAT16, gc_test_rank, 900);
+      gc_test_fill(gamma, cols, GC_BFLOAT16, -1, 901);
+      gc_rmsnorm_fp8_t m = GC_RMSNORM_FP8_INIT;
+      m.gamma = gamma;
+      gc_options_t o = GC_OPTIONS_INIT;
+      o.algo = algos[a];
+      void *stream = NULL;
+      GC_TEST_OK(gc_comm_stream(c, &stream));
+      if (gc_test_rank == 0) {
+        GC_TEST_OK(gc_allreduce_rmsnorm_fp8(send, out, sc, rows, cols, GC_BFLOAT16, &m, c, stream, &o));
+        gc_result_t r = gc_synchronize(c, stream);
+        if (r != GC_ERR_TIMEOUT)
+          fprintf(stderr, "[rank 0] rmsnorm timeout, %s, %zu rows: %s (%s)\n", gc_algo_name(algos[a]), rows,
+                  gc_result_name(r), gc_comm_last_error(c));
+        CU_ASSERT_EQUAL(r, GC_ERR_TIMEOUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "GC_TIMEOUT_MS"));
+        CU_ASSERT_EQUAL(gc_allreduce_rmsnorm_fp8(send, out, sc, rows, cols, GC_BFLOAT16, &m, c, stream, &o),
+                        GC_ERR_TIMEOUT);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      gc_test_free(send);
+      gc_test_free(out);
+      gc_test_free(gamma);
+      gc_test_free(sc);
+      gc_result_t r = gc_comm_destroy(c);
+      CU_ASSERT(r == GC_SUCCESS || (gc_test_rank == 0 && r == GC_ERR_TIMEOUT));
+    }
+}
+
 /* Bad arguments: the code and the message say which, and nothing is written. */
 static void test_errors(void) {
   const size_t rows = 2, cols = 16;
@@ -382,6 +443,8 @@ void gc_test_suite_rmsnorm(void) {
       {"rmsnorm algorithms on GPUs", test_algorithms},
       {"rmsnorm chunks through 1 MB of staging", test_chunks},
       {"rmsnorm graph replay", test_graph},
+      {"rmsnorm clusters over several rows", test_cluster_rows},
+      {"rmsnorm forced timeout", test_timeout},
       {"rmsnorm bad arguments", test_errors},
       {NULL, NULL},
   };

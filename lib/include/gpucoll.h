@@ -306,7 +306,7 @@ GC_API gc_result_t gc_allreduce_allgather(const void *sendbuf, void *recvbuf, si
  *   w[j]      = gamma[j] + weight_offset
  *   scales[i] = max( r[i] * max_j |x[i][j] * w[j]| / FP8_MAX, 1 / (FP8_MAX * 512) ), then at
  *               most scale_ub when scale_ub > 0         (FP8_MAX: 448 for e4m3, 57344 for e5m2)
- *   out[i][j] = fp8( x[i][j] * r[i] * w[j] / scales[i] )   round to nearest even, saturating
+ *   out[i][j] = fp8( x[i][j] * r[i] * w[j] * (1 / scales[i]) )   round to nearest even, saturating
  * x, r and the rest are float after the first line, each step rounded in the order written; residual_out (when not NULL) receives x, and may be
  * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
  * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
