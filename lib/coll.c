@@ -1130,16 +1130,23 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
  * of a block's share. Under 64 rows a row is split over a cluster of up to 8 blocks (compute
  * capability 9.0+), about 2 KB each: on 2 x H200, 8192 bf16 a row, one row took 9.30 us in one
  * block (run 160) and 7.87 in 8 (run 162); 64 rows took 12.89 us in 64 blocks (run 161) and
- * 18.61 in 64 clusters of 4 (run 162). */
+ * 18.61 in 64 clusters of 4 (run 162). The LL kernel, when those blocks would not all fit the
+ * signal rows at once (and from 64 rows), takes as many blocks a row as keep the grid within the
+ * SMs: 2 x H200, 8192 bf16 a row with residual, us (run 186): 48 rows 9.04 in clusters of 2
+ * against 13.13 in clusters of 5; 64 rows 9.64-9.75 against 11.67-11.94 in single blocks; 24-32
+ * rows stay at 8 (32 rows: 7.62-7.73 against 7.96-8.00 in clusters of 4). */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
                                gc_knorm_t *k) {
   gc__plan_t plan;
   memset(&plan, 0, sizeof plan);
-  const size_t units = (cols * es + 15) / 16;
+  const size_t units = (cols * es + 15) / 16, most = (units + 127) / 128 < 8 ? (units + 127) / 128 : 8;
   size_t parts = 1;
-  if (comm->cc_major >= 9 && rows < 64) parts = (units + 127) / 128;
+  if (comm->cc_major >= 9 && rows < 64) parts = most;
   if (parts > GC_KMAX_BLOCKS / rows) parts = GC_KMAX_BLOCKS / rows;
-  if (parts > 8) parts = 8;
+  if (comm->cc_major >= 9 && k->mode == GC_KNORM_LL && (rows >= 64 || rows * most > GC_KMAX_BLOCKS)) {
+    const size_t sms = comm->sm_count > 0 ? (size_t)comm->sm_count : 132;
+    parts = sms / rows < most ? sms / rows : most;
+  }
   if (o->max_blocks && parts > (size_t)o->max_blocks) parts = (size_t)o->max_blocks;
   if (parts < 1) parts = 1;
   size_t groups = rows < GC_KMAX_BLOCKS / parts ? rows : GC_KMAX_BLOCKS / parts;
@@ -1169,10 +1176,10 @@ static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, 
 static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows, size_t cols,
                               gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o, cudaStream_t stream) {
   gc_knorm_t k = knorm(m, rows, cols);
+  k.mode = GC_KNORM_LL;
   gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), &k);
   gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
   a.send = send;
-  k.mode = GC_KNORM_LL;
   k.residual = m->residual;
   k.x = m->residual_out;
   k.out = out;
