@@ -321,6 +321,10 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
   for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
+  if (!vec) {  // a thread an element, not 16 bytes: as many threads as the block's share of a row
+    const size_t share = (m->cols + m->parts - 1) / m->parts, threads = (share + 31) / 32 * 32;
+    cfg.blockDim.x = (unsigned)(threads < 64 ? 64 : threads > GC_KTHREADS ? GC_KTHREADS : threads);
+  }
   if (m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x)) {  // x in shared memory
     if (m->cols * sizeof(T) / m->parts > GC_KNORM_SHARED_ROW) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
