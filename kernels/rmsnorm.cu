@@ -88,9 +88,6 @@ template <typename T, bool VEC, bool CAN_FAIL, typename SumAt>
 __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr,
                           bool entered = true) {
   constexpr int E = Pack<T, VEC>::E;
-  // Element by element (rows that are not whole packs), a thread has U elements' loads in flight
-  // at once: one at a time, a row of 8191 bf16 took 16 rounds of peer loads in a thread.
-  constexpr int U = VEC ? 1 : 4;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
   // This block's share of every row it takes: packs [k0, k1) of the row's units (VEC only when
   // cols is a multiple of E), one of m.parts blocks of a cluster.
@@ -119,39 +116,29 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     // and largest |x * w| (w = gamma + weight_offset), combined over the block and cluster at once
     SumMax acc_row = {0.0f, 0.0f};
     bool failed = !entered;
-    for (size_t k = kf; !failed && k < k1; k += U * blockDim.x) {
-      // a group's loads first (U packs, blockDim apart), then its sums and stores
-      float acc[U][E];
-      Pack<T, VEC> g[U], res[U];
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const size_t ku = k + u * blockDim.x;
-        if (ku >= k1) continue;
-        if (!sum_at(base + ku * E, acc[u]) && CAN_FAIL) failed = true;
-        g[u] = g_first;
-        res[u] = res_first;
-        if (ku != kf) {
-          g[u].load(gamma + ku * E);
-          if (m.residual) res[u].load((const T *)m.residual + base + ku * E);
-        }
+    for (size_t k = kf; !failed && k < k1; k += blockDim.x) {
+      float acc[E];
+      if (!sum_at(base + k * E, acc) && CAN_FAIL) {
+        failed = true;
+        break;
       }
-      if (CAN_FAIL && failed) break;
+      Pack<T, VEC> x, g = g_first;
+      if (k != kf) g.load(gamma + k * E);
+      if (m.residual) {
+        Pack<T, VEC> res = res_first;
+        if (k != kf) res.load((const T *)m.residual + base + k * E);
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const size_t ku = k + u * blockDim.x;
-        if (ku >= k1) continue;
-        Pack<T, VEC> x;
-#pragma unroll
-        for (int e = 0; e < E; e++) {
-          if (m.residual) acc[u][e] = __fadd_rn(acc[u][e], to_acc<float>(res[u].v[e]));
-          x.v[e] = from_acc<T>(acc[u][e]);
-          const float xf = to_acc<float>(x.v[e]);
-          acc_row.sum = __fadd_rn(acc_row.sum, __fmul_rn(xf, xf));
-          acc_row.most = fmaxf(acc_row.most, fabsf(__fmul_rn(xf, weight(g[u], e))));
-        }
-        if (keep) x.store(keep + (ku - from) * E);
-        if (ku == kf) x_first = x;
+        for (int e = 0; e < E; e++) acc[e] = __fadd_rn(acc[e], to_acc<float>(res.v[e]));
       }
+#pragma unroll
+      for (int e = 0; e < E; e++) {
+        x.v[e] = from_acc<T>(acc[e]);
+        const float xf = to_acc<float>(x.v[e]);
+        acc_row.sum = __fadd_rn(acc_row.sum, __fmul_rn(xf, xf));
+        acc_row.most = fmaxf(acc_row.most, fabsf(__fmul_rn(xf, weight(g, e))));
+      }
+      if (keep) x.store(keep + (k - from) * E);
+      if (k == kf) x_first = x;
     }
     if (CAN_FAIL) failed = __syncthreads_or(failed);
     if (!failed) acc_row = block_reduce(acc_row);
@@ -167,31 +154,19 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     // what it stored); the format is chosen once per row, not per element. A division per element
     // cost 0.9 us of a 1-row call (run 185: 2 x H200, bf16, 8192 cols, LL, 6.03 against 5.15 us).
     auto quantize = [&](auto format) {
-      for (size_t k = kf; k < k1; k += U * blockDim.x) {
-        Pack<T, VEC> x[U], g[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          const size_t ku = k + u * blockDim.x;
-          if (ku >= k1) continue;
-          x[u] = x_first;
-          g[u] = g_first;
-          if (ku != kf) {
-            x[u].load(xs + (ku - from) * E);
-            g[u].load(gamma + ku * E);
-          }
+      for (size_t k = kf; k < k1; k += blockDim.x) {
+        Pack<T, VEC> x = x_first, g = g_first;
+        if (k != kf) {
+          x.load(xs + (k - from) * E);
+          g.load(gamma + k * E);
         }
+        float y[E];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-          const size_t ku = k + u * blockDim.x;
-          if (ku >= k1) continue;
-          float y[E];
-#pragma unroll
-          for (int e = 0; e < E; e++)
-            y[e] = __fmul_rn(__fmul_rn(__fmul_rn(to_acc<float>(x[u].v[e]), r), weight(g[u], e)), inv_scale);
-          unsigned char q[E];
-          to_fp8<decltype(format)::value>(y, q);
-          put_bytes((unsigned char *)m.out + base + ku * E, q, E);
-        }
+        for (int e = 0; e < E; e++)
+          y[e] = __fmul_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), inv_scale);
+        unsigned char q[E];
+        to_fp8<decltype(format)::value>(y, q);
+        put_bytes((unsigned char *)m.out + base + k * E, q, E);
       }
     };
     if (m.out_dtype == GC_FP8_E4M3) quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E4M3>{});
