@@ -1134,7 +1134,11 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
  * signal rows at once (and from 64 rows), takes as many blocks a row as keep the grid within the
  * SMs: 2 x H200, 8192 bf16 a row with residual, us (run 186): 48 rows 9.04 in clusters of 2
  * against 13.13 in clusters of 5; 64 rows 9.64-9.75 against 11.67-11.94 in single blocks; 24-32
- * rows stay at 8 (32 rows: 7.62-7.73 against 7.96-8.00 in clusters of 4). */
+ * rows stay at 8 (32 rows: 7.62-7.73 against 7.96-8.00 in clusters of 4). Rows that are not
+ * whole packs go element by element (a thread an element, up to 512 a block): about 128 blocks
+ * in all. 2 x H200, 8191 bf16 a row with residual, us (run 191), 32 / 64 / 128 rows: 17.29 /
+ * 21.70 / 34.72 in clusters of 4 / 2 / 1, against 22.19 / 33.29 / 34.46 by the rule for packs;
+ * 4097 float32, 31 / 63 rows: 12.76 / 15.21 against 18.65 / 21.02. */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
                                gc_knorm_t *k) {
   gc__plan_t plan;
@@ -1146,6 +1150,11 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   if (comm->cc_major >= 9 && k->mode == GC_KNORM_LL && (rows >= 64 || rows * most > GC_KMAX_BLOCKS)) {
     const size_t sms = comm->sm_count > 0 ? (size_t)comm->sm_count : 132;
     parts = sms / rows < most ? sms / rows : most;
+  }
+  if (comm->cc_major >= 9 && cols * es % 16) { /* element by element: up to 512 a block, ~128 blocks */
+    const size_t by_cols = (cols + 511) / 512, by_rows = rows < 128 ? 128 / rows : 1;
+    parts = by_cols < by_rows ? by_cols : by_rows;
+    if (parts > 8) parts = 8;
   }
   if (o->max_blocks && parts > (size_t)o->max_blocks) parts = (size_t)o->max_blocks;
   if (parts < 1) parts = 1;
