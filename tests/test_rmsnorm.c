@@ -24,6 +24,7 @@ typedef struct {
   gc_algo_t algo;
   int symmetric;       /* sendbuf from gc_mem_alloc */
   size_t off;          /* elements every pointer sits past its allocation's start */
+  int max_blocks;      /* options.max_blocks; 0 = the library's choice */
 } rn_case_t;
 
 static int salt_counter = 7000;
@@ -56,9 +57,10 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
   const gc_dtype_t dt = c->dtype, ft = c->out_dtype;
   const size_t es = gc_dtype_size(dt), count = c->rows * c->cols, off = c->off;
   char what[200];
-  snprintf(what, sizeof what, "rmsnorm %s->%s %zu x %zu residual %d offset %g%s algo %s%s off %zu%s", gc_dtype_name(dt),
-           gc_dtype_name(ft), c->rows, c->cols, c->residual, c->weight_offset, c->bounded ? " bounded" : "",
-           gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off, replays ? " graph" : "");
+  snprintf(what, sizeof what, "rmsnorm %s->%s %zu x %zu residual %d offset %g%s algo %s%s off %zu max_blocks %d%s",
+           gc_dtype_name(dt), gc_dtype_name(ft), c->rows, c->cols, c->residual, c->weight_offset,
+           c->bounded ? " bounded" : "", gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off,
+           c->max_blocks, replays ? " graph" : "");
 
   /* inputs: this rank's rows, and the shared gamma and residual (rank -1) */
   char *send_base = gc_test_alloc_as(c->symmetric, (off + count) * es);
@@ -119,6 +121,7 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
     if (m.scale_ub > 0 && ref_scale[row] > m.scale_ub) ref_scale[row] = m.scale_ub;
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = c->algo;
+  o.max_blocks = c->max_blocks;
 
   gc_result_t rc;
   if (replays) {
@@ -214,7 +217,7 @@ static void test_shapes(void) {
     for (int f = 0; f < 2; f++)
       for (int s = 0; s < 5; s++, k++) {
         rn_case_t c = {in_types[d], f ? GC_FP8_E5M2 : GC_FP8_E4M3, shapes[s][0], shapes[s][1], k % 5, (float)(k % 2),
-                       k % 3 == 0, GC_ALGO_AUTO, 0, (size_t)(k % 4 == 1)};
+                       k % 3 == 0, GC_ALGO_AUTO, 0, (size_t)(k % 4 == 1), 0};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -234,7 +237,7 @@ static void test_algorithms(void) {
       for (int v = 0; v < (a == 0 ? 2 : 4); v++) { /* LL: whole 16-byte packs (below: the refusal) */
         rn_case_t c = {in_types[d], v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, v < 2 ? 33 : 4, v < 2 ? 4096 : 12289,
                        v == 0 ? RES_IN_PLACE : v == 1 ? RES_NOT_KEPT : RES_SEPARATE, v == 3 ? 1.0f : 0.0f, v == 2,
-                       algos[a], v >= 2 && algos[a] != GC_ALGO_MPI, (size_t)(v == 3 ? 3 : 0)};
+                       algos[a], v >= 2 && algos[a] != GC_ALGO_MPI, (size_t)(v == 3 ? 3 : 0), 0};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -250,7 +253,7 @@ static void test_chunks(void) {
   gc_comm_t small = NULL;
   GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
   int bad = 0;
-  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0};
   bad += !run_case(small, &c, 0);
   c.algo = GC_ALGO_TWOSHOT; /* 63 rows a chunk: uneven shares */
   bad += !run_case(small, &c, 0);
@@ -287,7 +290,7 @@ static void test_chunks(void) {
 static void test_graph(void) {
   if (!gc_test_peer_gpus("rmsnorm graph replay", 1)) return;
   int bad = 0;
-  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0};
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0};
   bad += !run_case(gc_test_comm, &c, 3);
   c.algo = GC_ALGO_TWOSHOT; /* fused two-shot */
   c.residual = RES_NOT_KEPT;
@@ -297,9 +300,9 @@ static void test_graph(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
-/* Under 64 rows a row is split over a cluster of blocks, and a cluster takes a second row when
- * there are more rows than clusters (8 blocks a row, 32 clusters in 256 blocks): 50 rows of 8192
- * bf16 and of 8192 float32, whose partial sums go through the cluster's alternating slots. */
+/* Under 64 rows a row is split over a cluster of blocks; with max_blocks 16 a few clusters take
+ * all 50 rows in turn (8192 bf16 and float32 a row), so their partial sums go through the
+ * cluster's alternating slots row after row. */
 static void test_cluster_rows(void) {
   if (!gc_test_peer_gpus("rmsnorm clusters over several rows", 1)) return;
   static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
@@ -307,7 +310,7 @@ static void test_cluster_rows(void) {
   for (int a = 0; a < 3; a++)
     for (int d = 0; d < 2; d++) {
       rn_case_t c = {d ? GC_FLOAT32 : GC_BFLOAT16, GC_FP8_E4M3, 50, 8192, a == 2 ? RES_NONE : RES_SEPARATE, 0.0f,
-                     0, algos[a], 1, 0};
+                     0, algos[a], 1, 0, 16};
       bad += !run_case(gc_test_comm, &c, 0);
     }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -315,7 +318,8 @@ static void test_cluster_rows(void) {
 
 /* Only rank 0 calls: each fused kernel (LL waiting on data, one-shot and two-shot at barriers, a
  * row over a cluster of 8 blocks and rows of a block each) gives up after 300 ms, the call's error
- * surfaces as GC_ERR_TIMEOUT, and the communicator stays failed: no hang, no CUDA fault. */
+ * surfaces as GC_ERR_TIMEOUT, and the communicator stays failed: no hang. No CUDA fault either:
+ * a call on another communicator afterwards is right. */
 static void test_timeout(void) {
   if (!gc_test_peer_gpus("rmsnorm forced timeout", 2)) return;
   static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
@@ -355,6 +359,8 @@ static void test_timeout(void) {
       gc_result_t r = gc_comm_destroy(c);
       CU_ASSERT(r == GC_SUCCESS || (gc_test_rank == 0 && r == GC_ERR_TIMEOUT));
     }
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 1, 8192, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0};
+  CU_ASSERT(gc_test_all(run_case(gc_test_comm, &c, 0)));
 }
 
 /* Bad arguments: the code and the message say which, and nothing is written. */
