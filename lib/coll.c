@@ -18,6 +18,11 @@ static gc_result_t check_dtype(gc_comm_t comm, gc_dtype_t dtype, int reduces) {
   return GC_SUCCESS;
 }
 
+static gc_result_t check_op(gc_comm_t comm, gc_op_t op) {
+  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  return GC_SUCCESS;
+}
+
 /* Whether resolved options change the reduced values (scale, add or a cast). */
 static int has_epilogue(const gc_options_t *o, gc_dtype_t dtype) {
   return o->scale != 1.0 || o->add != NULL || o->out_dtype != dtype;
@@ -676,7 +681,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
                             void *stream, const gc_options_t *opts, int recv_is_scratch) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
-  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  GC_CHECK(check_op(comm, op));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));
   if (count == 0) return GC_SUCCESS;
@@ -791,7 +796,7 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
 static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, split_t *sp) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
-  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  GC_CHECK(check_op(comm, op));
   memset(sp, 0, sizeof *sp);
   sp->off = calloc(2 * (size_t)comm->size, sizeof(size_t));
   if (!sp->off) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
@@ -921,6 +926,26 @@ gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t 
   return gc_broadcast_ex(send, recv, count, dtype, root, comm, stream, NULL);
 }
 
+/* A temporary of `bytes` where the operands are: stream-ordered device memory, or host memory. */
+static gc_result_t scratch_alloc(gc_comm_t comm, int on_device, size_t bytes, cudaStream_t stream, void **p) {
+  *p = NULL;
+  if (on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(p, bytes, stream));
+  else if (!(*p = malloc(bytes))) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes", bytes);
+  return GC_SUCCESS;
+}
+
+/* Frees scratch_alloc's temporary (NULL: nothing); returns rc, or the failure to free after a success. */
+static gc_result_t scratch_free(gc_comm_t comm, int on_device, void *p, cudaStream_t stream, gc_result_t rc) {
+  if (!p) return rc;
+  if (!on_device) {
+    free(p);
+    return rc;
+  }
+  cudaError_t e = cudaFreeAsync(p, stream);
+  if (rc == GC_SUCCESS && e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync: %s", cudaGetErrorString(e));
+  return rc;
+}
+
 /* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
 
 /* The checks both mixed operations start with; *o gets the resolved options. */
@@ -928,7 +953,7 @@ static gc_result_t mixed_begin(gc_comm_t comm, const char *name, const void *sen
                                gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts, gc_options_t *o) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
-  if ((int)op < 0 || op >= GC_NUM_OPS) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "op %d is not a gc_op_t", (int)op);
+  GC_CHECK(check_op(comm, op));
   GC_CHECK(resolve_options(comm, opts, dtype, 1, o));
   if (count > SIZE_MAX / 8 / (size_t)comm->size) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
   if (comm->node_size_min != comm->node_size_max)
@@ -981,25 +1006,18 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   across.out_dtype = o.out_dtype;
   gc__mpi_mix_t mix = {dtype, comm->size};
   /* The partials go to recv when they have its type, else to a temporary where the input is. */
-  void *partial = recv;
+  void *tmp = NULL;
   int on_device = gc__ptr_kind(comm, send) == GC_PTR_DEVICE_OWN;
-  if (part != o.out_dtype) {
-    size_t bytes = count * gc_dtype_size(part);
-    if (on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(&partial, bytes, (cudaStream_t)stream));
-    else if (!(partial = malloc(bytes))) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes", bytes);
-  }
+  if (part != o.out_dtype)
+    GC_CHECK(scratch_alloc(comm, on_device, count * gc_dtype_size(part), (cudaStream_t)stream, &tmp));
+  void *partial = tmp ? tmp : recv;
   gc_comm_t node = comm->node_group, cross = comm->cross_group;
   gc_result_t r = on_group(comm, node, gc_reducescatter_ex(send, partial, count, dtype, op == GC_AVG ? GC_SUM : op,
                                                            node, stream, &inside));
   if (r == GC_SUCCESS)
     r = on_group(comm, cross, gc__mpi_allreduce(cross, partial, recv, count, part, op, &across, &mix,
                                                 (cudaStream_t)stream));
-  if (partial != recv) {
-    if (!on_device) free(partial);
-    else if (cudaFreeAsync(partial, (cudaStream_t)stream) != cudaSuccess && r == GC_SUCCESS)
-      r = GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync of the partials failed");
-  }
-  return r;
+  return scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
 gc_result_t gc_reducescatter_allreduce(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
@@ -1253,9 +1271,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
                                     int on_device, cudaStream_t stream) {
   const size_t count = rows * cols, bytes = count * gc_dtype_size(dtype);
   void *x = m->residual_out, *tmp = NULL;
-  if (!x && on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(&tmp, bytes, stream));
-  if (!x && !on_device && !(tmp = malloc(bytes)))
-    return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes of rows", bytes);
+  if (!x) GC_CHECK(scratch_alloc(comm, on_device, bytes, stream, &tmp));
   if (!x) x = tmp;
   gc_options_t ao = *o;
   ao.add = m->residual;
@@ -1272,12 +1288,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
   } else if (rc == GC_SUCCESS) {
     rmsnorm_fp8_host(x, rows, cols, dtype, m, out, scales);
   }
-  if (tmp && on_device) {
-    cudaError_t e = cudaFreeAsync(tmp, stream);
-    if (rc == GC_SUCCESS && e != cudaSuccess) rc = GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync: %s", cudaGetErrorString(e));
-  }
-  if (tmp && !on_device) free(tmp);
-  return rc;
+  return scratch_free(comm, on_device, tmp, stream, rc);
 }
 
 static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size_t rows, size_t cols, gc_dtype_t dtype,
