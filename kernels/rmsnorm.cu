@@ -79,38 +79,91 @@ __device__ __forceinline__ void to_fp8(const float (&y)[E], unsigned char (&q)[E
   if constexpr (E % 2 == 1) q[E - 1] = __nv_cvt_float_to_fp8(y[E - 1], __NV_SATFINITE, F);
 }
 
-// The block's rows. sum_at(el, acc) gives pack `el` (elements el .. el + E - 1 of the input)
+// How a row is cut into units, a thread's piece of work. PACKS: 16-byte packs, every array's rows
+// on 16-byte boundaries. ELEMENTS: single elements (inputs off 16-byte boundaries). FLAT: the
+// input's own 16-byte packs that touch the row, for rows of any width and gamma, residual and x
+// at any offset: the first and last may hold elements of the rows beside it, which are left out,
+// and the row's other arrays go element by element. The inputs (peers' memory) are read 16 bytes
+// at a time there; by elements odd widths ran at 0.49-1.08x the unfused baseline from 1 MB (runs
+// 187-192).
+enum class Shape { PACKS, ELEMENTS, FLAT };
+
+template <typename T, Shape S>
+struct Units {
+  static constexpr bool VEC = S != Shape::ELEMENTS;
+  static constexpr int E = Pack<T, VEC>::E;
+  using P = Pack<T, VEC>;
+  size_t lead;  // FLAT: the elements of the row before in its first unit; else 0
+  size_t cols;
+  __device__ Units(size_t base, size_t row_cols) : lead(S == Shape::FLAT ? base % E : 0), cols(row_cols) {}
+  __device__ size_t count() const { return (lead + cols + E - 1) / E; }
+  // whether element e of unit k is one of the row's
+  __device__ bool has(size_t k, int e) const {
+    if constexpr (S != Shape::FLAT) return true;
+    const size_t i = k * E + e;
+    return i >= lead && i - lead < cols;
+  }
+  // unit k of a row array whose element 0 is at row (zeros for elements not the row's)
+  __device__ void load(P &v, const T *row, size_t k) const {
+    if constexpr (S != Shape::FLAT) v.load(row + k * E);
+    else
+#pragma unroll
+      for (int e = 0; e < E; e++) v.v[e] = has(k, e) ? row[k * E + e - lead] : from_acc<T>(0.0f);
+  }
+  __device__ void store(T *row, size_t k, const P &v) const {
+    if constexpr (S != Shape::FLAT) v.store(row + k * E);
+    else
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        if (has(k, e)) row[k * E + e - lead] = v.v[e];
+  }
+  // the row's fp8 bytes of unit k
+  __device__ void put(unsigned char *row, size_t k, const unsigned char (&q)[E]) const {
+    if (S != Shape::FLAT || (has(k, 0) && has(k, E - 1))) put_bytes(row + k * E - lead, q, E);
+    else
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        if (has(k, e)) row[k * E + e - lead] = q[e];
+  }
+};
+
+// The block's rows. sum_at(el, acc) gives the unit at element `el` of the input (el .. el + E - 1)
 // summed over the ranks in rank order, or false when a wait ran out (CAN_FAIL); then false is
 // returned. x is kept at m.x, else in `row_x` (shared memory for the block's share of a row),
 // else read from a.in[0] (LOCAL). A block that failed before (`entered` false: its barrier ran
 // out) still meets its cluster once, so that none leaves while another may store into it.
-template <typename T, bool VEC, bool CAN_FAIL, typename SumAt>
+template <typename T, Shape S, bool CAN_FAIL, typename SumAt>
 __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, T *row_x = nullptr,
                           bool entered = true) {
-  constexpr int E = Pack<T, VEC>::E;
+  using U = Units<T, S>;
+  using P = typename U::P;
+  constexpr int E = U::E;
   const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
-  // This block's share of every row it takes: packs [k0, k1) of the row's units (VEC only when
-  // cols is a multiple of E), one of m.parts blocks of a cluster.
   const int parts = m.parts, part = (int)blockIdx.x % parts;
-  size_t k0, kn;
-  slice_of(m.cols / E, parts, part, &k0, &kn);
-  const size_t k1 = k0 + kn;
   const T *gamma = (const T *)m.gamma;
-  auto weight = [&](const Pack<T, VEC> &g, int e) { return __fadd_rn(to_acc<float>(g.v[e]), m.weight_offset); };
+  auto weight = [&](const P &g, int e) { return __fadd_rn(to_acc<float>(g.v[e]), m.weight_offset); };
+  // This block's share of a row: units [k0, k1), one of m.parts blocks of a cluster (FLAT: per row).
+  size_t k0, kn;
+  slice_of(U(0, m.cols).count(), parts, part, &k0, &kn);
   unsigned round = 0;
   for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
     const size_t base = row * m.cols;
-    // where x goes, when it is not in a.in[0]; row_x holds this block's share only, from pack k0
+    const U u(base, m.cols);
+    if constexpr (S == Shape::FLAT) slice_of(u.count(), parts, part, &k0, &kn);
+    const size_t k1 = k0 + kn;
+    // where x goes, when it is not in a.in[0]; row_x holds this block's share only, from unit k0
     T *const keep = m.x ? (T *)m.x + base : row_x;
     const size_t from = !m.x && row_x ? k0 : 0;
     const T *const xs = keep ? keep : (const T *)a.in[0] + base;
-    // This thread's first pack (often its only one) keeps gamma, residual and x in registers:
+    const bool by_row = S == Shape::FLAT && !from;  // x at m.x or a.in[0]: only the row's elements
+    const T *const res_row = m.residual ? (const T *)m.residual + base : nullptr;
+    // This thread's first unit (often its only one) keeps gamma, residual and x in registers:
     // gamma and residual are loaded before pass 1 waits for the ranks, so their latency hides.
     const size_t kf = k0 + threadIdx.x;
-    Pack<T, VEC> g_first, res_first, x_first;
+    P g_first, res_first, x_first;
     if (kf < k1) {
-      g_first.load(gamma + kf * E);
-      if (m.residual) res_first.load((const T *)m.residual + base + kf * E);
+      u.load(g_first, gamma, kf);
+      if (res_row) u.load(res_first, res_row, kf);
     }
     // 1. x = the row summed over the ranks (+ residual), rounded to T; the row's sum of squares
     // and largest |x * w| (w = gamma + weight_offset), combined over the block and cluster at once
@@ -118,15 +171,15 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     bool failed = !entered;
     for (size_t k = kf; !failed && k < k1; k += blockDim.x) {
       float acc[E];
-      if (!sum_at(base + k * E, acc) && CAN_FAIL) {
+      if (!sum_at(base - u.lead + k * E, acc) && CAN_FAIL) {
         failed = true;
         break;
       }
-      Pack<T, VEC> x, g = g_first;
-      if (k != kf) g.load(gamma + k * E);
-      if (m.residual) {
-        Pack<T, VEC> res = res_first;
-        if (k != kf) res.load((const T *)m.residual + base + k * E);
+      P x, g = g_first;
+      if (k != kf) u.load(g, gamma, k);
+      if (res_row) {
+        P res = res_first;
+        if (k != kf) u.load(res, res_row, k);
 #pragma unroll
         for (int e = 0; e < E; e++) acc[e] = __fadd_rn(acc[e], to_acc<float>(res.v[e]));
       }
@@ -134,10 +187,12 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
       for (int e = 0; e < E; e++) {
         x.v[e] = from_acc<T>(acc[e]);
         const float xf = to_acc<float>(x.v[e]);
+        if (!u.has(k, e)) continue;
         acc_row.sum = __fadd_rn(acc_row.sum, __fmul_rn(xf, xf));
         acc_row.most = fmaxf(acc_row.most, fabsf(__fmul_rn(xf, weight(g, e))));
       }
-      if (keep) x.store(keep + (k - from) * E);
+      if (by_row && keep) u.store(keep, k, x);
+      else if (keep) x.store(keep + (k - from) * E);
       if (k == kf) x_first = x;
     }
     if (CAN_FAIL) failed = __syncthreads_or(failed);
@@ -155,10 +210,11 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     // cost 0.9 us of a 1-row call (run 185: 2 x H200, bf16, 8192 cols, LL, 6.03 against 5.15 us).
     auto quantize = [&](auto format) {
       for (size_t k = kf; k < k1; k += blockDim.x) {
-        Pack<T, VEC> x = x_first, g = g_first;
+        P x = x_first, g = g_first;
         if (k != kf) {
-          x.load(xs + (k - from) * E);
-          g.load(gamma + k * E);
+          if (by_row) u.load(x, xs, k);
+          else x.load(xs + (k - from) * E);
+          u.load(g, gamma, k);
         }
         float y[E];
 #pragma unroll
@@ -166,7 +222,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
           y[e] = __fmul_rn(__fmul_rn(__fmul_rn(to_acc<float>(x.v[e]), r), weight(g, e)), inv_scale);
         unsigned char q[E];
         to_fp8<decltype(format)::value>(y, q);
-        put_bytes((unsigned char *)m.out + base + k * E, q, E);
+        u.put((unsigned char *)m.out + base, k, q);
       }
     };
     if (m.out_dtype == GC_FP8_E4M3) quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E4M3>{});
@@ -205,17 +261,18 @@ struct SumByReads {
 // two blocks an SM against one (run 177; the register-bound kernel used 113-128 registers):
 // 4 MB 26.54 / 33.02, 16 MB 67.04 / 84.33, 64 MB 220.5 / 250.0. 256-thread blocks, one or two an
 // SM, were slower from 16 MB (74.84 / 81.95).
-template <typename T, bool VEC>
+template <typename T, Shape S>
 __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  using Sum = SumByReads<T, Units<T, S>::VEC>;
   pdl_begin(a.pdl);
   if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
-    norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a});
+    norm_rows<T, S, false>(a, m, Sum{a});
     return;
   }
   Sync sync(a.peers);
   const bool entered = sync.barrier();  // every input is in place on every rank
   extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
-  if (!norm_rows<T, VEC, false>(a, m, SumByReads<T, VEC>{a}, m.x ? nullptr : (T *)shared_row, entered)) return;
+  if (!norm_rows<T, S, false>(a, m, Sum{a}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
@@ -241,7 +298,8 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, cons
   mine.x = nullptr;
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-  if (!norm_rows<T, VEC, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row, entered)) return;
+  constexpr Shape S = VEC ? Shape::PACKS : Shape::ELEMENTS;
+  if (!norm_rows<T, S, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row, entered)) return;
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
   // owner's share, the same part of each row (norm_rows' split).
@@ -288,7 +346,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   unsigned char *mine = a.peers.ll[me] + c.gen;
   extern __shared__ uint4 shared_row[];  // x of the block's row when m.x is NULL
   Deadline d;
-  const bool ok = norm_rows<T, true, true>(
+  const bool ok = norm_rows<T, Shape::PACKS, true>(
       a, m,
       [&](size_t el, float(&acc)[E]) {
         uint4 v[GC_MAX_LOCAL_RANKS];
@@ -303,9 +361,10 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
 template <typename T>
 static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t s) {
   constexpr int E = 16 / sizeof(T);
-  // Packs need rows on 16-byte boundaries in every array a pack is loaded from or stored to.
-  bool vec = m->cols % E == 0 && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
-             (!m->x || aligned16(m->x));
+  // PACKS need rows on 16-byte boundaries in every array a pack is loaded from or stored to; FLAT
+  // only the inputs there (the LL kernel's input is its own area); else ELEMENTS.
+  const bool packs = m->cols % E == 0 && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
+                     (!m->x || aligned16(m->x));
   cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
   if (m->parts < 1 || a->blocks % m->parts) return cudaErrorInvalidValue;
@@ -316,24 +375,35 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     cfg.numAttrs = 2;
   }
   if (m->mode == GC_KNORM_LL) {
-    if (!vec || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
+    if (!packs || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
     return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
   }
-  for (int p = 0; p < a->peers.nranks; p++) vec &= aligned16(a->in[p]);
-  if (!vec) {  // a thread an element, not 16 bytes: as many threads as the block's share of a row
+  bool inputs16 = true;
+  for (int p = 0; p < a->peers.nranks; p++) inputs16 &= aligned16(a->in[p]);
+  // x in shared memory: the block's share of a row's units (FLAT: up to one more than whole packs)
+  const bool x_shared = m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x);
+  const size_t flat_share = ((m->cols + E - 1) / E + 1 + m->parts - 1) / m->parts * 16;
+  Shape shape = Shape::ELEMENTS;
+  if (inputs16 && packs) shape = Shape::PACKS;
+  else if (inputs16 && m->mode != GC_KNORM_TWOSHOT && (!x_shared || flat_share <= GC_KNORM_SHARED_ROW))
+    shape = Shape::FLAT;
+  if (shape == Shape::ELEMENTS) {  // a thread an element: as many threads as the block's share of a row
     const size_t share = (m->cols + m->parts - 1) / m->parts, threads = (share + 31) / 32 * 32;
     cfg.blockDim.x = (unsigned)(threads < 64 ? 64 : threads > GC_KTHREADS ? GC_KTHREADS : threads);
   }
-  if (m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x)) {  // x in shared memory
+  if (x_shared) {
     if (m->cols * sizeof(T) / m->parts > GC_KNORM_SHARED_ROW) return cudaErrorInvalidValue;
-    cfg.dynamicSmemBytes = (m->cols / (vec ? E : 1) + m->parts - 1) / m->parts * (vec ? 16 : sizeof(T));
+    cfg.dynamicSmemBytes = shape == Shape::PACKS ? (m->cols / E + m->parts - 1) / m->parts * 16
+                           : shape == Shape::FLAT ? flat_share
+                                                  : (m->cols + m->parts - 1) / m->parts * sizeof(T);
   }
   if (m->mode == GC_KNORM_TWOSHOT)
-    return vec ? cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, true>, *a, *m)
-               : cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, false>, *a, *m);
-  if (vec) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, true>, *a, *m);
-  return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, false>, *a, *m);
+    return shape == Shape::PACKS ? cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, true>, *a, *m)
+                                 : cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, false>, *a, *m);
+  if (shape == Shape::PACKS) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::PACKS>, *a, *m);
+  if (shape == Shape::FLAT) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::FLAT>, *a, *m);
+  return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::ELEMENTS>, *a, *m);
 }
 
 }  // namespace gc

@@ -1158,7 +1158,7 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
  * 21.70 / 34.72 in clusters of 4 / 2 / 1, against 22.19 / 33.29 / 34.46 by the rule for packs;
  * 4097 float32, 31 / 63 rows: 12.76 / 15.21 against 18.65 / 21.02. */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
-                               gc_knorm_t *k) {
+                               int by_elements, gc_knorm_t *k) {
   gc__plan_t plan;
   memset(&plan, 0, sizeof plan);
   const size_t units = (cols * es + 15) / 16, most = (units + 127) / 128 < 8 ? (units + 127) / 128 : 8;
@@ -1169,7 +1169,7 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
     const size_t sms = comm->sm_count > 0 ? (size_t)comm->sm_count : 132;
     parts = sms / rows < most ? sms / rows : most;
   }
-  if (comm->cc_major >= 9 && cols * es % 16) { /* element by element: up to 512 a block, ~128 blocks */
+  if (comm->cc_major >= 9 && by_elements) { /* element by element: up to 512 a block, ~128 blocks */
     const size_t by_cols = (cols + 511) / 512, by_rows = rows < 128 ? 128 / rows : 1;
     parts = by_cols < by_rows ? by_cols : by_rows;
     if (parts > 8) parts = 8;
@@ -1179,7 +1179,8 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   size_t groups = rows < GC_KMAX_BLOCKS / parts ? rows : GC_KMAX_BLOCKS / parts;
   if (o->max_blocks && groups * parts > (size_t)o->max_blocks)
     groups = (size_t)o->max_blocks > parts ? (size_t)o->max_blocks / parts : 1;
-  const size_t threads = ((units + parts - 1) / parts + 31) / 32 * 32;
+  /* rows that are not whole packs touch one more of the input's packs */
+  const size_t row_units = units + (cols * es % 16 != 0), threads = ((row_units + parts - 1) / parts + 31) / 32 * 32;
   plan.blocks = (int)(groups * parts);
   plan.threads = (int)(threads < 64 ? 64 : threads > GC_KTHREADS ? GC_KTHREADS : threads);
   k->parts = (int)parts;
@@ -1204,7 +1205,7 @@ static gc_result_t rmsnorm_ll(gc_comm_t comm, const void *send, void *out, float
                               gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o, cudaStream_t stream) {
   gc_knorm_t k = knorm(m, rows, cols);
   k.mode = GC_KNORM_LL;
-  gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), &k);
+  gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), 0, &k);
   gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
   a.send = send;
   k.residual = m->residual;
@@ -1239,7 +1240,11 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   if (chunk > rows) chunk = rows;
   gc_knorm_t k = knorm(m, chunk, cols);
   const size_t owned = twoshot ? (chunk + n - 1) / n : chunk;
-  gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, &k);
+  /* the kernel goes element by element where the inputs sit off 16-byte boundaries (two-shot: or
+   * its rows are not whole packs in every array); else by the inputs' packs (gc_kernel_rmsnorm_fp8) */
+  const int by_elements = (in_zero && (uintptr_t)sym_in[me] % 16) ||
+                          (twoshot && (row_bytes % 16 || (uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16));
+  gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, by_elements, &k);
   *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_SHARED_ROW);
   if (!*fits) return GC_SUCCESS;
   gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
@@ -1278,7 +1283,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
   gc_result_t rc = allreduce_ex_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao, tmp && on_device);
   if (rc == GC_SUCCESS && on_device) {
     gc_knorm_t k = knorm(m, rows, cols);
-    gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), &k);
+    gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), (uintptr_t)x % 16 != 0, &k);
     gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
     a.peers.nranks = 1;
     a.in[0] = x;

@@ -316,6 +316,31 @@ static void test_cluster_rows(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
+/* Rows that are not whole 16-byte packs, and arrays off 16-byte boundaries, on GPUs. Where the
+ * inputs sit on 16-byte boundaries (staging, or gc_mem_alloc at an aligned offset) the kernel reads
+ * them by their own packs, one of which may hold the ends of two rows; else element by element.
+ * x in residual_out, in shared memory, or read back (the composed path); rows under 64 (clusters,
+ * whose shares differ row by row) and from 64; 1 to 7 elements over whole packs, or none with
+ * gamma, residual and residual_out off 16-byte boundaries. */
+static void test_odd_widths(void) {
+  if (!gc_test_peer_gpus("rmsnorm odd widths", 1)) return;
+  static const struct {
+    gc_dtype_t dtype;
+    size_t rows, cols;
+  } shapes[] = {{GC_BFLOAT16, 70, 8191}, {GC_FLOAT16, 9, 999}, {GC_FLOAT32, 20, 4097}, {GC_BFLOAT16, 3, 4101},
+                {GC_BFLOAT16, 65, 4096}};
+  static const int residuals[] = {RES_SEPARATE, RES_NOT_KEPT, RES_NONE, RES_IN_PLACE};
+  int bad = 0;
+  for (int s = 0; s < 5; s++)
+    for (int a = 0; a < 2; a++)
+      for (int v = 0; v < 4; v++) { /* plain or gc_mem_alloc input, at offset 0 or 1 */
+        rn_case_t c = {shapes[s].dtype, v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, shapes[s].rows, shapes[s].cols,
+                       residuals[v], 0.0f, 0, a ? GC_ALGO_TWOSHOT_PUSH : GC_ALGO_AUTO, v & 1, (size_t)(v >= 2), 0};
+        bad += !run_case(gc_test_comm, &c, 0);
+      }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
 /* Only rank 0 calls: each fused kernel (LL waiting on data, one-shot and two-shot at barriers, a
  * row over a cluster of 8 blocks and rows of a block each) gives up after 300 ms, the call's error
  * surfaces as GC_ERR_TIMEOUT, and the communicator stays failed: no hang. No CUDA fault either:
@@ -450,6 +475,7 @@ void gc_test_suite_rmsnorm(void) {
       {"rmsnorm chunks through 1 MB of staging", test_chunks},
       {"rmsnorm graph replay", test_graph},
       {"rmsnorm clusters over several rows", test_cluster_rows},
+      {"rmsnorm odd widths and offsets", test_odd_widths},
       {"rmsnorm forced timeout", test_timeout},
       {"rmsnorm bad arguments", test_errors},
       {NULL, NULL},
