@@ -1153,10 +1153,12 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
  * SMs: 2 x H200, 8192 bf16 a row with residual, us (run 186): 48 rows 9.04 in clusters of 2
  * against 13.13 in clusters of 5; 64 rows 9.64-9.75 against 11.67-11.94 in single blocks; 24-32
  * rows stay at 8 (32 rows: 7.62-7.73 against 7.96-8.00 in clusters of 4). Rows that are not
- * whole packs go element by element (a thread an element, up to 512 a block): about 128 blocks
- * in all. 2 x H200, 8191 bf16 a row with residual, us (run 191), 32 / 64 / 128 rows: 17.29 /
- * 21.70 / 34.72 in clusters of 4 / 2 / 1, against 22.19 / 33.29 / 34.46 by the rule for packs;
- * 4097 float32, 31 / 63 rows: 12.76 / 15.21 against 18.65 / 21.02. */
+ * whole packs take the rule for packs (the kernel reads the input's own packs, FLAT). Where the
+ * inputs sit off 16-byte boundaries the kernel goes element by element (a thread an element, up
+ * to 512 a block): about 128 blocks in all. 2 x H200, 8191 bf16 a row with residual, element by
+ * element, us (run 191), 32 / 64 / 128 rows: 17.29 / 21.70 / 34.72 in clusters of 4 / 2 / 1,
+ * against 22.19 / 33.29 / 34.46 by the rule for packs; 4097 float32, 31 / 63 rows: 12.76 / 15.21
+ * against 18.65 / 21.02. */
 static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
                                int by_elements, gc_knorm_t *k) {
   gc__plan_t plan;
