@@ -70,6 +70,8 @@ typedef struct options {
   int residual; /* rmsnorm: add a residual and keep x in residual_out */
   int nccl_alone; /* rmsnorm --vs nccl: NCCL's all-reduce alone instead of the unfused pipeline */
   const char *csv;
+  const char *tune_file; /* --tune: dispatch rows to load (gc_tune_load) */
+  const char *autotune_file; /* --autotune: where the rows gc_autotune finds go (gc_tune_save) */
   uint64_t seed;
   int seed_set;
 } options_t;
@@ -181,6 +183,9 @@ static void usage(FILE *f) {
           "  --host              host buffers and the MPI path even where GPUs are present\n"
           "  --eager             plain gc_buffer_alloc buffers (copy-in) instead of gc_mem_alloc\n"
           "  --seed S            seed of the random data (default: from the clock)\n"
+          "  --autotune FILE     run gc_autotune up to -e bytes of -d (a reducible type) first,\n"
+          "                      save its rows to FILE (gc_tune_save) and time with them\n"
+          "  --tune FILE         time with the dispatch rows in FILE (gc_tune_load)\n"
           "  -h, --help          this text\n"
           "rmsnorm (gc_allreduce_rmsnorm_fp8: rows x cols inputs summed over the ranks, each row\n"
           "RMS-normalized, times gamma, quantized to fp8_e4m3 with one scale per row; float32,\n"
@@ -244,7 +249,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
                    .dtype = GC_FLOAT32, .op = GC_SUM, .algo = GC_ALGO_AUTO,
                    .coll = GCB_ALLREDUCE, .cols = 8192};
   enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
-         OPT_BASELINE };
+         OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE };
   static const struct option longopts[] = {
       {"minbytes", required_argument, 0, 'b'},  {"maxbytes", required_argument, 0, 'e'},
       {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
@@ -258,6 +263,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       {"eager", no_argument, 0, OPT_EAGER},     {"seed", required_argument, 0, OPT_SEED},
       {"cols", required_argument, 0, OPT_COLS}, {"residual", no_argument, 0, OPT_RESIDUAL},
       {"nccl-baseline", required_argument, 0, OPT_BASELINE},
+      {"tune", required_argument, 0, OPT_TUNE}, {"autotune", required_argument, 0, OPT_AUTOTUNE},
       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
   int cols_set = 0, baseline_set = 0;
   int quiet = g_rank != 0, c, bad = 0;
@@ -293,6 +299,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
       case OPT_EAGER: o->eager = 1; break;
       case OPT_COLS: bad = parse_size(optarg, &o->cols) || o->cols == 0; cols_set = 1; why = "--cols wants a count > 0"; break;
       case OPT_RESIDUAL: o->residual = 1; break;
+      case OPT_TUNE: o->tune_file = optarg; break;
+      case OPT_AUTOTUNE: o->autotune_file = optarg; break;
       case OPT_BASELINE:
         o->nccl_alone = !strcmp(optarg, "allreduce");
         bad = !o->nccl_alone && strcmp(optarg, "unfused") != 0;
@@ -358,6 +366,16 @@ static int parse_args(int argc, char **argv, options_t *o) {
     bad = 1;
     arg = NULL;
     why = "--cols, --residual and --nccl-baseline apply to rmsnorm only";
+  }
+  if (!bad && o->tune_file && o->autotune_file) {
+    bad = 1;
+    arg = NULL;
+    why = "--tune and --autotune exclude each other";
+  }
+  if (!bad && o->autotune_file && !dtype_reducible[o->dtype]) {
+    bad = 1;
+    arg = gc_dtype_name(o->dtype);
+    why = "--autotune times reductions too: -d must be a reducible type";
   }
   if (bad) {
     if (!quiet) {
@@ -1094,6 +1112,29 @@ static void note(const bench_t *b, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The dispatch rows from --autotune (timed here, then saved) or --tune (loaded), printed. */
+static void tune(bench_t *b) {
+  const options_t *o = &b->o;
+  if (o->autotune_file) {
+    const size_t upto = o->max_bytes < 1024 ? 1024 : o->max_bytes;
+    const double t0 = MPI_Wtime();
+    GC_OK(b, gc_autotune(b->comm, upto, o->dtype));
+    const double took = MPI_Wtime() - t0;
+    GC_OK(b, gc_tune_save(b->comm, o->autotune_file));
+    if (b->rank == 0)
+      printf("# autotuned up to %zu bytes of %s in %.1f s; rows saved to %s:\n", upto, gc_dtype_name(o->dtype),
+             took, o->autotune_file);
+  } else {
+    GC_OK(b, gc_tune_load(b->comm, o->tune_file));
+    if (b->rank == 0) printf("# dispatch rows loaded from %s:\n", o->tune_file);
+  }
+  FILE *f = b->rank == 0 ? fopen(o->autotune_file ? o->autotune_file : o->tune_file, "r") : NULL;
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (line[0] != '#') printf("#   %s", line);
+  if (f) fclose(f);
+}
+
 int main(int argc, char **argv) {
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     fprintf(stderr, "gpucoll-bench: MPI_Init failed\n");
@@ -1209,6 +1250,7 @@ int main(int argc, char **argv) {
       }
     }
   }
+  if (o->autotune_file || o->tune_file) tune(b);
   if (b->rank == 0) printf("#\n");
 
   setup_buffers(b);
