@@ -70,7 +70,7 @@ typedef struct options {
   int residual; /* rmsnorm: add a residual and keep x in residual_out */
   int nccl_alone; /* rmsnorm --vs nccl: NCCL's all-reduce alone instead of the unfused pipeline */
   const char *csv;
-  const char *tune_file; /* --tune: dispatch rows to load (gc_tune_load) */
+  const char *tune_file; /* --tuned: dispatch rows to load (gc_tune_load) */
   const char *autotune_file; /* --autotune: where the rows gc_autotune finds go (gc_tune_save) */
   uint64_t seed;
   int seed_set;
@@ -185,7 +185,8 @@ static void usage(FILE *f) {
           "  --seed S            seed of the random data (default: from the clock)\n"
           "  --autotune FILE     run gc_autotune up to -e bytes of -d (a reducible type) first,\n"
           "                      save its rows to FILE (gc_tune_save) and time with them\n"
-          "  --tune FILE         time with the dispatch rows in FILE (gc_tune_load)\n"
+          "  --tuned FILE        time with the dispatch rows in FILE (gc_tune_load; not\n"
+          "                      --tune, which mpirun takes for itself wherever it stands)\n"
           "  -h, --help          this text\n"
           "rmsnorm (gc_allreduce_rmsnorm_fp8: rows x cols inputs summed over the ranks, each row\n"
           "RMS-normalized, times gamma, quantized to fp8_e4m3 with one scale per row; float32,\n"
@@ -263,7 +264,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       {"eager", no_argument, 0, OPT_EAGER},     {"seed", required_argument, 0, OPT_SEED},
       {"cols", required_argument, 0, OPT_COLS}, {"residual", no_argument, 0, OPT_RESIDUAL},
       {"nccl-baseline", required_argument, 0, OPT_BASELINE},
-      {"tune", required_argument, 0, OPT_TUNE}, {"autotune", required_argument, 0, OPT_AUTOTUNE},
+      {"tuned", required_argument, 0, OPT_TUNE}, {"autotune", required_argument, 0, OPT_AUTOTUNE},
       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
   int cols_set = 0, baseline_set = 0;
   int quiet = g_rank != 0, c, bad = 0;
@@ -370,7 +371,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
   if (!bad && o->tune_file && o->autotune_file) {
     bad = 1;
     arg = NULL;
-    why = "--tune and --autotune exclude each other";
+    why = "--tuned and --autotune exclude each other";
   }
   if (!bad && o->autotune_file && !dtype_reducible[o->dtype]) {
     bad = 1;
@@ -1112,7 +1113,7 @@ static void note(const bench_t *b, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The dispatch rows from --autotune (timed here, then saved) or --tune (loaded), printed. */
+/* The dispatch rows from --autotune (timed here, then saved) or --tuned (loaded), printed. */
 static void tune(bench_t *b) {
   const options_t *o = &b->o;
   if (o->autotune_file) {

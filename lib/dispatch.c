@@ -72,6 +72,10 @@ static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
      * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
+    /* 2 GPUs to 4 MB (run 197, forced, us, bench/results/forced/rs2_*_run197.txt): LL 5.92 / 7.51 /
+     * 11.65 / 20.35 at 1 / 2 / 4 / 8 MB against the one-shot's 7.91 / 9.81 / 13.55 / 20.14. The
+     * autotuner found it first (run 196: 4 MB 11.47 against the table's 13.38). */
+    {GC_COLL_REDUCESCATTER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_REDUCESCATTER, 2, 4, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
     /* 8 GPUs: LL 4.81 / 6.04 / 8.41 / 18.29 at 1 KB / 256 KB / 1 MB / 4 MB against the one-shot's
      * 5.30 / 8.10 / 10.01 / 20.74. Past 16 MB the one-shot and the reduce-scatter by writes are

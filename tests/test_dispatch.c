@@ -92,6 +92,22 @@ static void test_eight_gpu_rows(void) {
   CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
 }
 
+/* The 2-GPU reduce-scatter goes by LL to 4 MB (run 197), 3-4 GPUs to 1 MB; then the one-shot. */
+static void test_reducescatter_ll_rows(void) {
+  struct gc_comm c;
+  gc_options_t o = GC_OPTIONS_INIT;
+  static const struct { int n; size_t bytes; gc_algo_t algo; } want[] = {
+      {2, 4 << 20, GC_ALGO_ONESHOT_LL}, {2, 8 << 20, GC_ALGO_ONESHOT},   {3, 1 << 20, GC_ALGO_ONESHOT_LL},
+      {3, 2 << 20, GC_ALGO_ONESHOT},    {4, 1 << 20, GC_ALGO_ONESHOT_LL}, {4, 4 << 20, GC_ALGO_ONESHOT},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    node_of(&c, want[i].n, 1);
+    gc__plan_t p;
+    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_REDUCESCATTER, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(p.algo, want[i].algo);
+  }
+}
+
 /* The reduce-scatter by writes from 512 MB on 4 GPUs only (3 GPUs measured slower, run 91), and
  * a plan says whether its algorithm is the table's (coll.c moves only those off by writes when
  * the parts are off 16-byte boundaries) or one the caller asked for. */
@@ -168,6 +184,7 @@ static void test_multimem_sizes(void) {
 void gc_test_suite_dispatch(void) {
   static const gc_test_case_t tests[] = {{"every GPU count 1-8 and size", test_every_node_size},
                                          {"8-GPU rows", test_eight_gpu_rows},
+                                         {"reduce-scatter LL rows", test_reducescatter_ll_rows},
                                          {"reduce-scatter by writes rows", test_reducescatter_by_writes_rows},
                                          {"all-gather by writes rows", test_allgather_by_writes_rows},
                                          {"no peer access: MPI", test_no_peer_access_is_mpi},
