@@ -353,8 +353,9 @@ GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, siz
  * Autotuning. gc_autotune times every algorithm this communicator can run, for each collective at
  * sizes 1 KB, 4 KB, ... up to max_bytes (dtype elements, graph replay on GPUs), and makes the
  * fastest at each size the communicator's choice for the sizes up to it (the last for everything
- * larger); the built-in table's choice stays unless another is more than 3% faster. Collective; rank 0's measurement (the maximum over ranks) decides and is broadcast, so
- * every rank dispatches alike. Explicit per-call algorithms and GC_ALGO still win over it.
+ * larger); the built-in table's choice stays unless another is more than 3% faster. Collective;
+ * rank 0's measurement (the maximum over ranks) decides and is broadcast, so every rank
+ * dispatches alike. Explicit per-call algorithms and GC_ALGO still win over it.
  * gc_tune_save writes the tuned rows (rank 0 writes; collective); gc_tune_load reads a saved file
  * on rank 0 and broadcasts it, refusing one made for another GPU count. gc_tune_reset goes back to
  * the built-in table.
