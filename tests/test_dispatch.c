@@ -92,18 +92,22 @@ static void test_eight_gpu_rows(void) {
   CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
 }
 
-/* The 2-GPU reduce-scatter goes by LL to 4 MB (run 197), 3-4 GPUs to 1 MB; then the one-shot. */
-static void test_reducescatter_ll_rows(void) {
+/* On 2 GPUs the reduce-scatter and the all-gather go by LL to 4 MB (runs 196-199), on 3-4 GPUs
+ * the reduce-scatter to 1 MB; then the one-shot. */
+static void test_ll_rows(void) {
   struct gc_comm c;
   gc_options_t o = GC_OPTIONS_INIT;
-  static const struct { int n; size_t bytes; gc_algo_t algo; } want[] = {
-      {2, 4 << 20, GC_ALGO_ONESHOT_LL}, {2, 8 << 20, GC_ALGO_ONESHOT},   {3, 1 << 20, GC_ALGO_ONESHOT_LL},
-      {3, 2 << 20, GC_ALGO_ONESHOT},    {4, 1 << 20, GC_ALGO_ONESHOT_LL}, {4, 4 << 20, GC_ALGO_ONESHOT},
+  static const struct { gc__coll_t coll; int n; size_t bytes; gc_algo_t algo; } want[] = {
+      {GC_COLL_REDUCESCATTER, 2, 4 << 20, GC_ALGO_ONESHOT_LL}, {GC_COLL_REDUCESCATTER, 2, 8 << 20, GC_ALGO_ONESHOT},
+      {GC_COLL_REDUCESCATTER, 3, 1 << 20, GC_ALGO_ONESHOT_LL}, {GC_COLL_REDUCESCATTER, 3, 2 << 20, GC_ALGO_ONESHOT},
+      {GC_COLL_REDUCESCATTER, 4, 1 << 20, GC_ALGO_ONESHOT_LL}, {GC_COLL_REDUCESCATTER, 4, 4 << 20, GC_ALGO_ONESHOT},
+      {GC_COLL_ALLGATHER, 2, 256 << 10, GC_ALGO_ONESHOT},      {GC_COLL_ALLGATHER, 2, 4 << 20, GC_ALGO_ONESHOT_LL},
+      {GC_COLL_ALLGATHER, 2, 8 << 20, GC_ALGO_ONESHOT},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     node_of(&c, want[i].n, 1);
     gc__plan_t p;
-    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_REDUCESCATTER, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(gc__dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
     CU_ASSERT_EQUAL(p.algo, want[i].algo);
   }
 }
@@ -184,7 +188,7 @@ static void test_multimem_sizes(void) {
 void gc_test_suite_dispatch(void) {
   static const gc_test_case_t tests[] = {{"every GPU count 1-8 and size", test_every_node_size},
                                          {"8-GPU rows", test_eight_gpu_rows},
-                                         {"reduce-scatter LL rows", test_reducescatter_ll_rows},
+                                         {"LL rows", test_ll_rows},
                                          {"reduce-scatter by writes rows", test_reducescatter_by_writes_rows},
                                          {"all-gather by writes rows", test_allgather_by_writes_rows},
                                          {"no peer access: MPI", test_no_peer_access_is_mpi},
