@@ -155,7 +155,10 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
     T *const keep = m.x ? (T *)m.x + base : row_x;
     const size_t from = !m.x && row_x ? k0 : 0;
     const T *const xs = keep ? keep : (const T *)a.in[0] + base;
-    const bool by_row = S == Shape::FLAT && !from;  // x at m.x or a.in[0]: only the row's elements
+    // FLAT: x goes element by element at its place in the row (only the row's elements) where it
+    // is kept from the row's start: at m.x, in a.in[0], or in row_x of a block whose share starts
+    // the row; row_x of the other blocks takes whole units from unit k0.
+    const bool by_row = S == Shape::FLAT && !from;
     const T *const res_row = m.residual ? (const T *)m.residual + base : nullptr;
     // This thread's first unit (often its only one) keeps gamma, residual and x in registers:
     // gamma and residual are loaded before pass 1 waits for the ranks, so their latency hides.
