@@ -387,6 +387,8 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   // x in shared memory: the block's share of a row's units (FLAT: up to one more than whole packs)
   const bool x_shared = m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x);
   const size_t flat_share = ((m->cols + E - 1) / E + 1 + m->parts - 1) / m->parts * 16;
+  // Not FLAT for TWOSHOT: its copy-out takes the same part of every row from each owner, and
+  // FLAT's shares move with each row's offset from the input's packs.
   Shape shape = Shape::ELEMENTS;
   if (inputs16 && packs) shape = Shape::PACKS;
   else if (inputs16 && m->mode != GC_KNORM_TWOSHOT && (!x_shared || flat_share <= GC_KNORM_SHARED_ROW))

@@ -1243,7 +1243,9 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   gc_knorm_t k = knorm(m, chunk, cols);
   const size_t owned = twoshot ? (chunk + n - 1) / n : chunk;
   /* the kernel goes element by element where the inputs sit off 16-byte boundaries (two-shot: or
-   * its rows are not whole packs in every array); else by the inputs' packs (gc_kernel_rmsnorm_fp8) */
+   * its rows are not whole packs in every array); else by the inputs' packs. gc_kernel_rmsnorm_fp8
+   * decides (and sizes the blocks); this only picks the blocks a row, so a mismatch costs speed,
+   * not correctness. */
   const int by_elements = (in_zero && (uintptr_t)sym_in[me] % 16) ||
                           (twoshot && (row_bytes % 16 || (uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16));
   gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, by_elements, &k);

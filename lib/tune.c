@@ -115,7 +115,7 @@ static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) 
          * which the bench then timed 13-19% slower than the table's choice (run 196). The MPI
          * path (host staging) keeps 2 + 3 from 64 MB: it is most of the tuning time. */
         const int mpi = t.opts.algo == GC_ALGO_MPI, graph = comm->device >= 0 && !mpi;
-        const int warmup = mpi ? 2 : 5, iters = !mpi ? 20 : bytes >= ((size_t)64 << 20) ? 3 : 10;
+        const int warmup = mpi ? 2 : 5, iters = mpi ? (bytes >= ((size_t)64 << 20) ? 3 : 10) : 20;
         double us = 0;
         gc_result_t tr = gc_time(comm, run_trial, &t, NULL, warmup, iters, graph, &us);
         if (tr == GC_ERR_UNSUPPORTED) continue; /* refused alike on every rank */
