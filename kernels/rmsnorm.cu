@@ -361,6 +361,18 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   ll_finish(a.peers, c.call, !ok);
 }
 
+// A block gets 48 KB of shared memory, static and dynamic together, unless its kernel asks for
+// more: a row of up to 48 KB kept in shared memory needs it (test "rmsnorm rows that fill shared
+// memory"; without it those launches failed with "invalid argument", run 202).
+static cudaError_t launch_kernel(cudaLaunchConfig_t &cfg, void (*kernel)(const gc_kargs_t, const gc_knorm_t),
+                                 const gc_kargs_t *a, const gc_knorm_t *m) {
+  if (cfg.dynamicSmemBytes > 40 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaLaunchKernelEx(&cfg, kernel, *a, *m);
+}
+
 template <typename T>
 static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t s) {
   constexpr int E = 16 / sizeof(T);
@@ -380,7 +392,7 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   if (m->mode == GC_KNORM_LL) {
     if (!packs || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
-    return cudaLaunchKernelEx(&cfg, rmsnorm_ll_kernel<T>, *a, *m);
+    return launch_kernel(cfg, rmsnorm_ll_kernel<T>, a, m);
   }
   bool inputs16 = true;
   for (int p = 0; p < a->peers.nranks; p++) inputs16 &= aligned16(a->in[p]);
@@ -404,11 +416,11 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
                                                   : (m->cols + m->parts - 1) / m->parts * sizeof(T);
   }
   if (m->mode == GC_KNORM_TWOSHOT)
-    return shape == Shape::PACKS ? cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, true>, *a, *m)
-                                 : cudaLaunchKernelEx(&cfg, rmsnorm_twoshot_kernel<T, false>, *a, *m);
-  if (shape == Shape::PACKS) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::PACKS>, *a, *m);
-  if (shape == Shape::FLAT) return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::FLAT>, *a, *m);
-  return cudaLaunchKernelEx(&cfg, rmsnorm_fp8_kernel<T, Shape::ELEMENTS>, *a, *m);
+    return launch_kernel(cfg, shape == Shape::PACKS ? rmsnorm_twoshot_kernel<T, true> : rmsnorm_twoshot_kernel<T, false>, a, m);
+  return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_fp8_kernel<T, Shape::PACKS>
+                            : shape == Shape::FLAT ? rmsnorm_fp8_kernel<T, Shape::FLAT>
+                                                   : rmsnorm_fp8_kernel<T, Shape::ELEMENTS>,
+                       a, m);
 }
 
 }  // namespace gc

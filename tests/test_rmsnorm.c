@@ -12,6 +12,7 @@
 
 #include "gc_internal.h"
 #include "gc_test.h"
+#include "kernels.h"
 
 enum { RES_NONE, RES_SEPARATE, RES_IN_PLACE, RES_NOT_KEPT, RES_ONLY_OUT };
 
@@ -341,6 +342,30 @@ static void test_odd_widths(void) {
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
+/* Rows that fill the 48 KB of shared memory a row may take there (no residual_out: x kept in
+ * shared memory, static and dynamic over the 48 KB a block gets unasked): from 64 rows a row a
+ * block (one-shot, two-shot, and LL where the rows fit its area; one call graph-captured), under
+ * 64 rows a cluster's share. */
+static void test_full_shared_rows(void) {
+  if (!gc_test_peer_gpus("rmsnorm rows that fill shared memory", 1)) return;
+  static const struct {
+    gc_dtype_t dtype;
+    size_t rows, cols;
+    gc_algo_t algo;
+  } cases[] = {{GC_BFLOAT16, 64, 24576, GC_ALGO_ONESHOT}, {GC_FLOAT32, 64, 12288, GC_ALGO_ONESHOT},
+               {GC_BFLOAT16, 70, 24567, GC_ALGO_ONESHOT}, {GC_BFLOAT16, 130, 24576, GC_ALGO_TWOSHOT},
+               {GC_FLOAT16, 70, 24576, GC_ALGO_ONESHOT_LL}, {GC_BFLOAT16, 5, 24576, GC_ALGO_AUTO}};
+  int bad = 0;
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+    const size_t bytes = cases[k].rows * cases[k].cols * gc_dtype_size(cases[k].dtype);
+    if (cases[k].algo == GC_ALGO_ONESHOT_LL && bytes > GC_LL_GEN_BYTES / (size_t)gc_test_size) continue;
+    rn_case_t c = {cases[k].dtype, k & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, cases[k].rows, cases[k].cols, RES_NOT_KEPT, 0.0f,
+                   0, cases[k].algo, k == 0, 0, 0};
+    bad += !run_case(gc_test_comm, &c, k == 1 ? 2 : 0); /* one under graph capture */
+  }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
 /* Only rank 0 calls: each fused kernel (LL waiting on data, one-shot and two-shot at barriers, a
  * row over a cluster of 8 blocks and rows of a block each) gives up after 300 ms, the call's error
  * surfaces as GC_ERR_TIMEOUT, and the communicator stays failed: no hang. No CUDA fault either:
@@ -476,6 +501,7 @@ void gc_test_suite_rmsnorm(void) {
       {"rmsnorm graph replay", test_graph},
       {"rmsnorm clusters over several rows", test_cluster_rows},
       {"rmsnorm odd widths and offsets", test_odd_widths},
+      {"rmsnorm rows that fill shared memory", test_full_shared_rows},
       {"rmsnorm forced timeout", test_timeout},
       {"rmsnorm bad arguments", test_errors},
       {NULL, NULL},
