@@ -363,7 +363,8 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
 
 // A block gets 48 KB of shared memory, static and dynamic together, unless its kernel asks for
 // more: a row of up to 48 KB kept in shared memory needs it (test "rmsnorm rows that fill shared
-// memory"; without it those launches failed with "invalid argument", run 202).
+// memory"; without it those launches failed with "invalid argument", run 202). The kernels' own
+// static shared memory is a few hundred bytes (ptxas), so up to 40 KB of dynamic needs no asking.
 static cudaError_t launch_kernel(cudaLaunchConfig_t &cfg, void (*kernel)(const gc_kargs_t, const gc_knorm_t),
                                  const gc_kargs_t *a, const gc_knorm_t *m) {
   if (cfg.dynamicSmemBytes > 40 * 1024) {
