@@ -348,20 +348,19 @@ static void test_odd_widths(void) {
  * 64 rows a cluster's share. */
 static void test_full_shared_rows(void) {
   if (!gc_test_peer_gpus("rmsnorm rows that fill shared memory", 1)) return;
-  static const struct {
-    gc_dtype_t dtype;
-    size_t rows, cols;
-    gc_algo_t algo;
-  } cases[] = {{GC_BFLOAT16, 64, 24576, GC_ALGO_ONESHOT}, {GC_FLOAT32, 64, 12288, GC_ALGO_ONESHOT},
-               {GC_BFLOAT16, 70, 24567, GC_ALGO_ONESHOT}, {GC_BFLOAT16, 130, 24576, GC_ALGO_TWOSHOT},
-               {GC_FLOAT16, 70, 24576, GC_ALGO_ONESHOT_LL}, {GC_BFLOAT16, 5, 24576, GC_ALGO_AUTO}};
+  static const rn_case_t cases[] = {
+      {GC_BFLOAT16, GC_FP8_E4M3, 64, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 1, 0, 0},
+      {GC_FLOAT32, GC_FP8_E5M2, 64, 12288, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E4M3, 70, 24567, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E5M2, 130, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_TWOSHOT, 0, 0, 0},
+      {GC_FLOAT16, GC_FP8_E4M3, 70, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E5M2, 5, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_AUTO, 0, 0, 0}};
   int bad = 0;
   for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
-    const size_t bytes = cases[k].rows * cases[k].cols * gc_dtype_size(cases[k].dtype);
-    if (cases[k].algo == GC_ALGO_ONESHOT_LL && bytes > GC_LL_GEN_BYTES / (size_t)gc_test_size) continue;
-    rn_case_t c = {cases[k].dtype, k & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, cases[k].rows, cases[k].cols, RES_NOT_KEPT, 0.0f,
-                   0, cases[k].algo, k == 0, 0, 0};
-    bad += !run_case(gc_test_comm, &c, k == 1 ? 2 : 0); /* one under graph capture */
+    const rn_case_t *c = &cases[k];
+    const size_t bytes = c->rows * c->cols * gc_dtype_size(c->dtype);
+    if (c->algo == GC_ALGO_ONESHOT_LL && bytes > GC_LL_GEN_BYTES / (size_t)gc_test_size) continue;
+    bad += !run_case(gc_test_comm, c, k == 1 ? 2 : 0); /* one under graph capture */
   }
   CU_ASSERT(gc_test_all(bad == 0));
 }
