@@ -154,8 +154,8 @@ int gc_kernel_allreduce_multimem(const gc_kargs_t *a, cudaStream_t stream);
  * formulas), one row at a time per `parts` blocks, at most a->blocks blocks of a->threads threads; dtype
  * float32, float16, bfloat16. Where x (the reduced row) comes from:
  *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
- *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel),
- *          plus residual, stored at x (NULL: in shared memory, as TWOSHOT);
+ *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel;
+ *          one rank: none), plus residual, stored at x (NULL: in shared memory, as TWOSHOT);
  *   TWOSHOT as READS, but rank q normalizes only its rows (gc_partition's split of rows) into its
  *          publish area a->pub[q] (fp8 rows, then scales at pub_scales), x in shared memory (a
  *          block's share at most GC_KNORM_SHARED_ROW bytes; residual_out is not kept); a

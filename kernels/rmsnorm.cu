@@ -268,13 +268,13 @@ template <typename T, Shape S>
 __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   using Sum = SumByReads<T, Units<T, S>::VEC>;
   pdl_begin(a.pdl);
-  if (m.mode == GC_KNORM_LOCAL) {  // a.peers.nranks is 1: no peers, no barriers
-    norm_rows<T, S, false>(a, m, Sum{a});
+  extern __shared__ uint4 shared_row[];  // READS: x of the block's share of a row, when m.x is NULL
+  if (a.peers.nranks == 1) {  // LOCAL, or one rank: no peer reads our input, so no barriers
+    norm_rows<T, S, false>(a, m, Sum{a}, m.mode == GC_KNORM_READS && !m.x ? (T *)shared_row : nullptr);
     return;
   }
   Sync sync(a.peers);
   const bool entered = sync.barrier();  // every input is in place on every rank
-  extern __shared__ uint4 shared_row[];  // x of the block's share of a row, when m.x is NULL
   if (!norm_rows<T, S, false>(a, m, Sum{a}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();

@@ -622,6 +622,48 @@ static gc_result_t p2p_broadcast(gc_comm_t comm, const void *send, void *recv, s
   return GC_SUCCESS;
 }
 
+/* ---- one rank ------------------------------------------------------------------------------ */
+
+/* A communicator of one rank, on its GPU, whose call asks for no algorithm (options, GC_ALGO):
+ * every collective's result is its input through the epilogue, so no kernel of the table runs.
+ * Without an epilogue nothing moves in place and out of place it is one copy; with one, the
+ * one-shot kernel reads the input where it is (no staging: no peer reads it). The table's one-shot
+ * kernels, 1 x H200, bf16, graph replay, against NCCL with one rank (a copy), us (run 208,
+ * bench/results/solo-h200x1/): all-reduce 1 KB 2.22 / 0.84, 1 MB 4.80 / 1.90, 1 GB 846.7 / 775.9;
+ * in place 1 MB 6.24, 1 GB 1569.8 (through staging) against NCCL's nothing (0.00-0.67). */
+static int solo(gc_comm_t comm, const gc_options_t *o) {
+  return comm->size == 1 && o->algo == GC_ALGO_AUTO && comm->forced_algo == GC_ALGO_AUTO;
+}
+
+/* Copies from GC_SOLO_KERNEL_FROM bytes (gc_internal.h) by the SMs (gc_kernel_copy, four blocks
+ * an SM), smaller ones by cudaMemcpyAsync. */
+
+static gc_result_t solo_copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+  if (dst == src) return GC_SUCCESS;
+  if (bytes < GC_SOLO_KERNEL_FROM) {
+    GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    return GC_SUCCESS;
+  }
+  const int sms = comm->sm_count > 0 ? comm->sm_count : 132;
+  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, 4 * sms, stream), "copy");
+}
+
+/* An all-reduce or reduce-scatter of one rank: count elements of send through the epilogue. */
+static gc_result_t solo_reduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                               gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
+  const size_t bytes = count * gc_dtype_size(dtype);
+  if (!has_epilogue(o, dtype)) return solo_copy(comm, recv, send, bytes, stream);
+  gc_options_t oneshot = *o;
+  oneshot.algo = GC_ALGO_ONESHOT;
+  gc__plan_t plan;
+  GC_CHECK(gc__dispatch(comm, GC_COLL_ALLREDUCE, bytes, 0, &oneshot, &plan));
+  gc_kargs_t a = base_args(comm, &plan, o, dtype, op);
+  a.in[0] = send;
+  a.recv = recv;
+  a.count = count;
+  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_ONESHOT, stream), "all-reduce");
+}
+
 /* ---- shared front half ---------------------------------------------------------------------- */
 
 /* The pointers of one call and whether they can take the peer-to-peer path. */
@@ -697,6 +739,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
   int p2p;
   GC_CHECK(choose_path(comm, GC_COLL_ALLREDUCE, count * es,
                        ll_need(comm, GC_COLL_ALLREDUCE, dtype, o.out_dtype, count * es), &o, &p, stream, &plan, &p2p));
+  if (p2p && solo(comm, &o)) return solo_reduce(comm, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
   if (p2p) return p2p_allreduce(comm, send, recv, count, dtype, op, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, NULL, (cudaStream_t)stream);
 }
@@ -787,6 +830,8 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   for (int r = 0; r < comm->size; r++) most = sp->len[r] > most ? sp->len[r] : most;
   size_t ll = sp->axis == 1 ? 0 : ll_need(comm, GC_COLL_REDUCESCATTER, dtype, o.out_dtype, most * es);
   GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, ll, &o, &p, stream, &plan, &p2p));
+  /* one rank: its part is the whole input, axis 1 too (every column) */
+  if (p2p && solo(comm, &o)) return solo_reduce(comm, send, recv, total, dtype, op, &o, (cudaStream_t)stream);
   if (p2p) return p2p_reducescatter(comm, send, recv, sp, dtype, op, &o, &plan, (cudaStream_t)stream);
   if (sp->axis == 1) return mpi_reducescatter_columns(comm, send, recv, sp, dtype, op, &o, (cudaStream_t)stream);
   return gc__mpi_reducescatter(comm, send, recv, sp->len, dtype, op, &o, (cudaStream_t)stream);
@@ -878,6 +923,7 @@ static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count,
   int p2p;
   GC_CHECK(choose_path(comm, GC_COLL_ALLGATHER, count * es * comm->size,
                        ll_need(comm, GC_COLL_ALLGATHER, dtype, dtype, count * es), &o, &p, stream, &plan, &p2p));
+  if (p2p && solo(comm, &o)) return solo_copy(comm, recv, send, count * es, (cudaStream_t)stream);
   if (p2p) return p2p_allgather(comm, send, recv, count, dtype, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
 }
@@ -912,6 +958,7 @@ static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count,
   int p2p;
   GC_CHECK(choose_path(comm, GC_COLL_BROADCAST, count * es, ll_need(comm, GC_COLL_BROADCAST, dtype, dtype, count * es),
                        &o, &p, stream, &plan, &p2p));
+  if (p2p && solo(comm, &o)) return solo_copy(comm, recv, send, count * es, (cudaStream_t)stream);
   if (p2p) return p2p_broadcast(comm, send, recv, count, dtype, root, &o, &plan, (cudaStream_t)stream);
   return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);
 }
@@ -1228,8 +1275,8 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
                                  cudaStream_t stream, int *fits) {
   const int n = comm->local_size, me = comm->local_rank;
   const size_t es = gc_dtype_size(dtype), row_bytes = cols * es;
-  void *sym_in[GC_MAX_LOCAL_RANKS];
-  const int in_zero = gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
+  void *sym_in[GC_MAX_LOCAL_RANKS] = {(void *)send}; /* one rank: its input where it is (no peer reads it) */
+  const int in_zero = n == 1 || gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
   /* x: in residual_out, else in shared memory where a row fits, else in this rank's publish half
    * of staging, whose size then sets the chunks: 2 x H200, 256 MB bf16 of gc_mem_alloc input,
    * forced one-shot in 32 MB chunks with x in staging 1057.7 us (run 165), auto into

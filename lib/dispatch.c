@@ -321,6 +321,9 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
   }
   if (!comm->p2p_ready && n < cap)
     n += (size_t)snprintf(text + n, cap - n, "(this communicator has no peer-to-peer GPUs: every call takes the MPI path)\n");
+  else if (comm->size == 1 && n < cap)
+    n += (size_t)snprintf(text + n, cap - n, "(one rank: a call that asks for no algorithm copies its input, or runs the one-shot "
+                                             "kernel for an epilogue, whatever the rows say)\n");
   for (int i = 0; i < comm->tuned_count && n < cap; i++) {
     const gc__tuned_t *t = &comm->tuned[i];
     char upto[24];

@@ -640,6 +640,151 @@ static void test_forced_timeout(void) {
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER_CONTROL);
 }
 
+/* One rank's call copies bytes, so its result is its input bit for bit: `bytes` random bytes
+ * (NaN payloads and -0.0 among them, which a float sum would change) at `in`, `out` poisoned, the
+ * call, then out compared with in. Returns whether they match. */
+typedef gc_result_t (*one_rank_call_t)(void *in, void *out, size_t bytes, void *stream);
+
+static int one_rank_copies(const char *what, one_rank_call_t call, void *in, void *out, size_t bytes, void *stream,
+                           uint64_t seed) {
+  unsigned char *want = malloc(bytes), *got = malloc(bytes);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  for (size_t i = 0; i < bytes; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    want[i] = (unsigned char)(seed >> 56);
+  }
+  static const unsigned short specials[] = {0x8000, 0x7fc1, 0xff81, 0x7f80}; /* -0, NaNs, inf (bf16) */
+  for (size_t k = 0; k < 4 && 2 * k + 1 < bytes; k++) memcpy(want + 2 * k, &specials[k], 2);
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(in, want, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  if (out != in) gc_test_poison(out, bytes);
+  GC_TEST_OK(call(in, out, bytes, stream));
+  GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+  gc_test_download(got, out, bytes);
+  size_t first = bytes;
+  for (size_t i = 0; i < bytes && first == bytes; i++)
+    if (got[i] != want[i]) first = i;
+  if (first < bytes)
+    fprintf(stderr, "[rank 0] %s, %zu bytes: byte %zu is %#x, the input's %#x\n", what, bytes, first, got[first],
+            want[first]);
+  free(want);
+  free(got);
+  return first == bytes;
+}
+
+static gc_result_t one_allreduce(void *in, void *out, size_t bytes, void *stream) {
+  return gc_allreduce(in, out, bytes / 2, GC_BFLOAT16, GC_SUM, gc_test_comm, stream);
+}
+static gc_result_t one_reducescatter(void *in, void *out, size_t bytes, void *stream) {
+  return gc_reducescatter(in, out, bytes / 2, GC_BFLOAT16, GC_MAX, gc_test_comm, stream);
+}
+static gc_result_t one_columns(void *in, void *out, size_t bytes, void *stream) { /* axis 1: every column */
+  return gc_reducescatter_2d(in, out, 3, bytes / 2 / 3, 1, GC_BFLOAT16, GC_AVG, gc_test_comm, stream, NULL);
+}
+static gc_result_t one_allgather(void *in, void *out, size_t bytes, void *stream) {
+  return gc_allgather(in, out, bytes, GC_UINT8, gc_test_comm, stream);
+}
+static gc_result_t one_broadcast(void *in, void *out, size_t bytes, void *stream) {
+  return gc_broadcast(in, out, bytes, GC_FP8_E4M3, 0, gc_test_comm, stream);
+}
+
+/* A communicator of one GPU: a call that asks for no algorithm returns its input as it is (a
+ * copy out of place, nothing in place; by the SMs from GC_SOLO_KERNEL_FROM bytes) for every
+ * collective, odd sizes and unaligned pointers; epilogues still apply (float64 reference), in
+ * place too; all of it captured in a graph and replayed. */
+static void test_one_rank(void) {
+  if (!gc_test_on_gpu || gc_test_size != 1) {
+    gc_test_note("one rank: needs --gpu and exactly one rank; skipped");
+    return;
+  }
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
+  static const struct {
+    const char *what;
+    one_rank_call_t call;
+    size_t unit; /* bytes an element (the 2-D call: a column of 3 rows) */
+  } calls[] = {{"all-reduce", one_allreduce, 2},       {"reduce-scatter", one_reducescatter, 2},
+               {"reduce-scatter by columns", one_columns, 6}, {"all-gather", one_allgather, 1},
+               {"broadcast", one_broadcast, 1}};
+  static const size_t counts[] = {1, 7, 4099, 1048583};
+  const size_t most = counts[3] * 6 + 16;
+  char *a = gc_test_alloc(most), *b = gc_test_alloc(most);
+  uint64_t seed = gc_test_seed;
+  for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++)
+    for (size_t k = 0; k < 4; k++)
+      for (int place = 0; place < 3; place++) { /* out of place, unaligned by one element, in place */
+        if (place == 2 && calls[c].call == one_columns) continue; /* axis 1 has no in-place form */
+        const size_t bytes = counts[k] * calls[c].unit, shift = place == 1 ? calls[c].unit : 0;
+        char what[96];
+        snprintf(what, sizeof what, "one rank %s, %s", calls[c].what,
+                 place == 0 ? "out of place" : place == 1 ? "unaligned" : "in place");
+        CU_ASSERT(one_rank_copies(what, calls[c].call, a + shift, place == 2 ? a + shift : b + shift, bytes, stream, ++seed));
+      }
+  gc_test_free(a);
+  gc_test_free(b);
+
+  /* From GC_SOLO_KERNEL_FROM bytes the SMs copy (gc_kernel_copy): an odd count, one byte off. */
+  const size_t big = GC_SOLO_KERNEL_FROM + 3;
+  a = gc_test_alloc(big + 1);
+  b = gc_test_alloc(big + 1);
+  CU_ASSERT(one_rank_copies("one rank all-gather by the SMs", one_allgather, a + 1, b, big, stream, ++seed));
+  gc_test_free(a);
+  gc_test_free(b);
+
+  /* Epilogues: the one-shot kernel on the input where it is. */
+  const size_t n = 262147;
+  a = gc_test_alloc(n * 4 + 4);
+  b = gc_test_alloc(n * 4 + 4);
+  void *add = gc_test_alloc(n * 4);
+  gc_test_fill(add, n, GC_FLOAT32, -1, 1300);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.scale = 0.25;
+  o.add = add;
+  check_allreduce(gc_test_comm, "one rank f32 scale+add", a, b, n, GC_FLOAT32, GC_SUM, &o, 1301);
+  check_allreduce(gc_test_comm, "one rank f32 scale+add in place", a, a, n, GC_FLOAT32, GC_SUM, &o, 1302);
+  check_allreduce(gc_test_comm, "one rank f32 scale+add unaligned", a + 4, b + 8, n, GC_FLOAT32, GC_SUM, &o, 1303);
+  o.out_dtype = GC_BFLOAT16;
+  check_allreduce(gc_test_comm, "one rank f32 -> bf16", a, b, n, GC_FLOAT32, GC_AVG, &o, 1304);
+  o = (gc_options_t)GC_OPTIONS_INIT;
+  gc_test_fill(add, n, GC_INT32, -1, 1305);
+  o.add = add;
+  check_allreduce(gc_test_comm, "one rank i32 + add", a, b, n, GC_INT32, GC_SUM, &o, 1306);
+
+  /* Graph capture: a copy, an epilogue and an all-gather, replayed on fresh inputs. */
+  void *exec = NULL, *gather = gc_test_alloc(n * 2);
+  int capture_ok = gc_test_capture(stream, 1, NULL) == 0;
+  o = (gc_options_t)GC_OPTIONS_INIT;
+  o.scale = 2.0;
+  gc_result_t r1 = gc_allreduce(a, b, n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream);
+  gc_result_t r2 = gc_allreduce_ex(b, b, n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
+  gc_result_t r3 = gc_allgather(b, gather, n, GC_BFLOAT16, gc_test_comm, stream);
+  capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
+  CU_ASSERT_FATAL(capture_ok && r1 == GC_SUCCESS && r2 == GC_SUCCESS && r3 == GC_SUCCESS);
+  unsigned short *in = malloc(n * 2), *got = malloc(n * 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  for (int replay = 0; replay < 2; replay++) {
+    gc_test_fill(a, n, GC_BFLOAT16, 0, 1310 + replay);
+    gc_test_poison(b, n * 2);
+    gc_test_poison(gather, n * 2);
+    CU_ASSERT_EQUAL(gc_test_replay(exec, stream), 0);
+    GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
+    gc_test_download(in, a, n * 2);
+    gc_test_download(got, gather, n * 2);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) /* times 2 is exact in bf16 (the inputs are small) */
+      bad += (float)gc_element_get(got, i, GC_BFLOAT16) != 2.0f * (float)gc_element_get(in, i, GC_BFLOAT16);
+    CU_ASSERT_EQUAL(bad, 0);
+  }
+  gc_test_graph_destroy(exec);
+  free(in);
+  free(got);
+  gc_test_free(gather);
+  gc_test_free(add);
+  gc_test_free(a);
+  gc_test_free(b);
+}
+
 /* A refused allocation leaves CUDA's last-error state set; the library's next launch must not
  * report it as its own failure (seen through gpucoll-lua on the GPU host). */
 static void test_failed_alloc_then_launch(void) {
@@ -666,6 +811,7 @@ void gc_test_suite_p2p(void) {
       {"copy-engine all-reduce", test_copyengine_allreduce},
       {"queued calls, reduce-scatter by writes among them", test_bywrites_queued},
       {"LL all-reduce", test_ll_allreduce},
+      {"one rank", test_one_rank},
       {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},
       {NULL, NULL},
