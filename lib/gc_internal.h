@@ -395,9 +395,9 @@ GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes
 GC_HIDDEN gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input);
 /* Whether the copy-engine all-reduce of `bytes` goes by copies when it can (out of place). */
 GC_HIDDEN int gc__ce_allreduce_by_copies(gc_comm_t comm, size_t bytes);
-/* A communicator of one rank copies from this many bytes by the SMs, below by cudaMemcpyAsync
+/* A communicator of one rank copies up to this many bytes by cudaMemcpyAsync, more by the SMs
  * (coll.c, solo_copy). */
-#define GC_SOLO_KERNEL_FROM ((size_t)512 << 20)
+#define GC_SOLO_MEMCPY_MAX ((size_t)256 << 20)
 /* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);

@@ -689,7 +689,7 @@ static gc_result_t one_broadcast(void *in, void *out, size_t bytes, void *stream
 }
 
 /* A communicator of one GPU: a call that asks for no algorithm returns its input as it is (a
- * copy out of place, nothing in place; by the SMs from GC_SOLO_KERNEL_FROM bytes) for every
+ * copy out of place, nothing in place; by the SMs past GC_SOLO_MEMCPY_MAX bytes) for every
  * collective, odd sizes and unaligned pointers; epilogues still apply (float64 reference), in
  * place too; all of it captured in a graph and replayed. */
 static void test_one_rank(void) {
@@ -723,8 +723,8 @@ static void test_one_rank(void) {
   gc_test_free(a);
   gc_test_free(b);
 
-  /* From GC_SOLO_KERNEL_FROM bytes the SMs copy (gc_kernel_copy): an odd count, one byte off. */
-  const size_t big = GC_SOLO_KERNEL_FROM + 3;
+  /* Past GC_SOLO_MEMCPY_MAX bytes the SMs copy (gc_kernel_copy): an odd count, one byte off. */
+  const size_t big = GC_SOLO_MEMCPY_MAX + 3;
   a = gc_test_alloc(big + 1);
   b = gc_test_alloc(big + 1);
   CU_ASSERT(one_rank_copies("one rank all-gather by the SMs", one_allgather, a + 1, b, big, stream, ++seed));
@@ -733,8 +733,8 @@ static void test_one_rank(void) {
 
   /* Epilogues: the one-shot kernel on the input where it is. */
   const size_t n = 262147;
-  a = gc_test_alloc(n * 4 + 4);
-  b = gc_test_alloc(n * 4 + 4);
+  a = gc_test_alloc(n * 4 + 16); /* room for the unaligned case's offsets */
+  b = gc_test_alloc(n * 4 + 16);
   void *add = gc_test_alloc(n * 4);
   gc_test_fill(add, n, GC_FLOAT32, -1, 1300);
   gc_options_t o = GC_OPTIONS_INIT;
