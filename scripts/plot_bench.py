@@ -68,6 +68,7 @@ def read_rows(path, placement):
                 "bytes": nbytes,
                 "time_us": t,
                 "busbw": float(r["busbw_GBps"]),
+                "algbw": float(r.get("algbw_GBps") or 0),
                 "wrong": r.get("wrong", ""),
                 "nranks": r.get("nranks", ""),
                 "dtype": r.get("dtype", ""),
@@ -137,12 +138,18 @@ def plot_bandwidth(data, out, title):
     for ax, coll in zip(axes, colls):
         series = data[coll]
         names = sorted(series, key=lambda s: (s.startswith("NCCL"), s))
+        # One rank: nccl-tests' bus factor is 0 for every collective but broadcast, so such a panel
+        # shows the algorithm bandwidth instead, and says so.
+        key = "busbw"
+        if all(r["busbw"] == 0 for name in names for _, r in series[name]):
+            key = "algbw"
         for i, name in enumerate(names):
             pts = series[name]
-            ax.plot([b for b, _ in pts], [r["busbw"] for _, r in pts], label=name + " busbw",
+            ax.plot([b for b, _ in pts], [r[key] for _, r in pts], label="%s %s" % (name, key),
                     **series_style(name, i))
         log2_axis(ax)
-        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_ylabel("bus bandwidth (GB/s)" if key == "busbw" else
+                      "algorithm bandwidth (GB/s; busbw is 0 on one rank)")
         ax.set_title(coll)
         handles, labels = ax.get_legend_handles_labels()
         # Speed-up of each gpucoll series over NCCL at the sizes both have.
