@@ -640,15 +640,13 @@ static int solo(gc_comm_t comm, const gc_options_t *o) {
  * bench/results/solo-h200x1/): cudaMemcpyAsync 126.2 / 388.4 / 775.4 at 256 / 512 MB / 1 GB, the
  * kernel 132.8 / 264.8 / 530.1 (two, four, eight blocks an SM: 541.0 / 548.0 / 542.0 at 1 GB);
  * at 1-64 MB cudaMemcpyAsync 1.91 / 9.55 / 32.95, the kernel (four an SM) 2.44 / 10.11 / 35.80. */
-
 static gc_result_t solo_copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t stream) {
   if (dst == src) return GC_SUCCESS;
   if (bytes <= GC_SOLO_MEMCPY_MAX) {
     GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
     return GC_SUCCESS;
   }
-  const int sms = comm->sm_count > 0 ? comm->sm_count : 132;
-  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, sms, stream), "copy");
+  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, comm->sm_count, stream), "copy");
 }
 
 /* An all-reduce or reduce-scatter of one rank: count elements of send through the epilogue. */

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "gc_internal.h"
+#include "gc_rng.h"
 #include "gc_test.h"
 
 /* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
@@ -650,10 +651,8 @@ static int one_rank_copies(const char *what, one_rank_call_t call, void *in, voi
   unsigned char *want = malloc(bytes), *got = malloc(bytes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(want);
   CU_ASSERT_PTR_NOT_NULL_FATAL(got);
-  for (size_t i = 0; i < bytes; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    want[i] = (unsigned char)(seed >> 56);
-  }
+  const uint64_t base = gc__mix64(seed); /* the calls' seeds are consecutive: spread them */
+  for (size_t i = 0; i < bytes; i++) want[i] = (unsigned char)(gc__mix64(base + i) >> 56);
   static const unsigned short specials[] = {0x8000, 0x7fc1, 0xff81, 0x7f80}; /* -0, NaNs, inf (bf16) */
   for (size_t k = 0; k < 4 && 2 * k + 1 < bytes; k++) memcpy(want + 2 * k, &specials[k], 2);
   CU_ASSERT_EQUAL_FATAL(cudaMemcpy(in, want, bytes, cudaMemcpyHostToDevice), cudaSuccess);
