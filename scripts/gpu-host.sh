@@ -2,7 +2,7 @@
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
 # usage: scripts/gpu-host.sh [STEP...]   steps: build tests schedules tests2 suite4 suite2 tests8 p2p bench algos ll
-#        blocks probe benchfull lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
+#        blocks probe benchfull rmsnorm lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
 #        every wait of suite4 and suite2, 30000 by default)
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
@@ -125,6 +125,14 @@ for s in "${steps[@]}"; do
           step "$name" 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $c -m $m -G 1 -d bfloat16 -b 16M -e 1G -f 8 -n 10 -w 3 -c 0
           grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$c" -v m=$m '{printf "%-28s m=%-4s %11s %9s us %7s GB/s\n", c, m, $1, $6, $8}'
         done
+      done ;;
+    rmsnorm)  # the fused all-reduce + RMSNorm + FP8 beside the unfused baseline, bf16, 8192 cols, one
+              # rank per GPU present (RMSNP overrides), without and with the residual
+      np=${RMSNP:-$(nvidia-smi -L | grep -c '^GPU')}
+      for r in "" --residual; do
+        step rms${np}${r#--} 90 $mpirun -np "$np" "$build/bench/gpucoll-bench" rmsnorm --vs nccl -G 1 -d bfloat16 \
+          --cols 8192 $r -b 16K -e 128M -f 8 -n 20 -w 5 -c 1 --csv "$logs/rms${np}${r#--}.csv"
+        grep -vE "^#( |$)" "$logs/rms${np}${r#--}.log" | tail -8
       done ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
