@@ -130,9 +130,10 @@ for s in "${steps[@]}"; do
               # rank per GPU present (RMSNP overrides), without and with the residual
       np=${RMSNP:-$(nvidia-smi -L | grep -c '^GPU')}
       for r in "" --residual; do
-        step rms${np}${r#--} 90 $mpirun -np "$np" "$build/bench/gpucoll-bench" rmsnorm --vs nccl -G 1 -d bfloat16 \
-          --cols 8192 $r -b 16K -e 128M -f 8 -n 20 -w 5 -c 1 --csv "$logs/rms${np}${r#--}.csv"
-        grep -vE "^#( |$)" "$logs/rms${np}${r#--}.log" | tail -8
+        name=rms${np}${r#--}
+        step "$name" 90 $mpirun -np "$np" "$build/bench/gpucoll-bench" rmsnorm --vs nccl -G 1 -d bfloat16 \
+          --cols 8192 $r -b 16K -e 128M -f 8 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
+        grep -vE "^#( |$)" "$logs/$name.log" | tail -8
       done ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
