@@ -2,7 +2,7 @@
 # scripts/gpu-host.sh — builds gpucoll on a GPU host and runs the GPU suite and benchmarks in one go,
 # each step bounded by `timeout` so one stuck step cannot eat the session; logs go to $LOGDIR.
 # usage: scripts/gpu-host.sh [STEP...]   steps: build tests schedules tests2 suite4 suite2 tests8 p2p bench algos ll
-#        blocks probe benchfull rmsnorm lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
+#        blocks probe benchfull rmsnorm csan asan lua python (environment knobs: see each step; SUITE_TIMEOUT_MS bounds
 #        every wait of suite4 and suite2, 30000 by default)
 # On hosts without Lua/CUnit/SWIG, a bundle from ../shared/gpu-host/bundle.sh in .gpu-host is used.
 set -u -o pipefail
@@ -135,6 +135,21 @@ for s in "${steps[@]}"; do
           --cols 8192 $r -b 16K -e 128M -f 8 -n 20 -w 5 -c 1 --csv "$logs/$name.csv"
         grep -vE "^#( |$)" "$logs/$name.log" | tail -8
       done ;;
+    csan)  # the GPU suite under compute-sanitizer: each tool of CSTOOLS (memcheck racecheck synccheck
+           # initcheck) with each rank count of CSNP (ranks share the GPUs present); SUITES picks suites
+      cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      for tool in ${CSTOOLS:-memcheck}; do
+        for np in ${CSNP:-1}; do
+          step cs_${tool}_np$np "${CSSECS:-240}" env GC_TIMEOUT_MS=120000 $mpirun -np "$np" "$cs" --tool "$tool" \
+            --error-exitcode 7 --report-api-errors no --print-limit 40 "$build/tests/gc_tests" --gpu --verbose "${suites[@]}"
+          grep -E "ERROR SUMMARY|^========= [A-Z]" "$logs/cs_${tool}_np$np.log" | sort | uniq -c | sort -rn | head -12
+        done
+      done ;;
+    asan)  # the host code under AddressSanitizer and UBSan (scripts/sanitize.sh) over the GPU suite, 1 and 2 ranks
+      step asan 420 env GC_NO_APT=1 GC_BUILD_DIR="$repo/build-sanitize" \
+        GC_CMAKE_ARGS="-DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_BENCH=OFF -DGC_BUILD_LUA=OFF" \
+        bash scripts/sanitize.sh -L gpu -R '^gpu_np[12]$'
+      tail -25 "$logs/asan.log" ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
                tail -40 "$logs/benchfull.log" ;;

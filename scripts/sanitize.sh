@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/sanitize.sh — builds the host code with AddressSanitizer and UndefinedBehaviorSanitizer
+# (-DGC_SANITIZE=address,undefined) into build-sanitize and runs every test this machine can run
+# under them (without a GPU: all but those labelled gpu). It fails on a failing test, on any
+# sanitizer error, and on any leak whose stack reaches this project's sources. Leaks inside Open
+# MPI's own libraries and plugins are not ours and are only counted.
+# Not run under it: lua_require (the system's lua interpreter loads the module, and the sanitizer
+# runtime must come first in a process) and install_consumer (its separate project is built
+# without the sanitizer); the SWIG bindings are not built, for the same reason as lua_require.
+# usage: scripts/sanitize.sh [CTEST_SELECTION...]   e.g. -L gpu -R '^gpu_np[12]$' on a GPU host
+GC_BUILD_DIR=${GC_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-sanitize}
+source "$(dirname "$0")/common.sh"
+gc_install_deps
+gc_find_cuda
+gc_build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGC_SANITIZE=address,undefined -DGC_BUILD_SWIG=OFF
+cd "$GC_BUILD_DIR"
+
+reports=$GC_BUILD_DIR/sanitizer-reports
+rm -rf "$reports" && mkdir -p "$reports"
+# protect_shadow_gap=0: the CUDA driver maps memory where ASan would otherwise reserve it.
+# allocator_may_return_null=1: tests ask for impossible sizes and expect GC_ERR_OUT_OF_MEMORY.
+# exitcode=0 with log_path: Open MPI's leaks would fail every MPI test; the reports are judged below.
+export ASAN_OPTIONS=protect_shadow_gap=0:allocator_may_return_null=1:detect_leaks=1:exitcode=0:log_path=$reports/asan
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
+skip=(-LE gpu)
+gc_has_gpu && skip=(-LE torch)
+[ $# -gt 0 ] && skip=("$@")
+status=0
+ctest --output-on-failure --timeout 1500 "${skip[@]}" -E '^(lua_require|install_consumer)$' || status=1
+
+# A report block is a "Direct/Indirect leak" or "ERROR:"/"runtime error" paragraph; ours when a frame
+# names a file under this checkout with a line number.
+shopt -s nullglob
+files=("$reports"/*)
+errors=$(grep -lE "ERROR: AddressSanitizer|runtime error:" "${files[@]}" /dev/null | grep -v /dev/null || true)
+ours=$(awk -v root="$GC_ROOT/" 'BEGIN { RS = "" }
+  /^(Direct|Indirect) leak/ && index($0, root) { n = split($0, l, "\n")
+    for (i = 1; i <= n; i++) if (index(l[i], root) && l[i] ~ /:[0-9]+/) { print FILENAME ": " l[1]; print l[i]; break } }' \
+  "${files[@]}" /dev/null)
+leaks=$(cat "${files[@]}" /dev/null | grep -cE "^(Direct|Indirect) leak" || true)
+echo "== sanitizer reports: ${#files[@]} files, $leaks leak blocks in all"
+if [ -n "$errors" ]; then
+  echo "== sanitizer errors in:"; echo "$errors"; sed -n '1,60p' $errors; status=1
+fi
+if [ -n "$ours" ]; then
+  echo "== leaks reaching this project's sources:"; echo "$ours"; status=1
+fi
+[ $status -eq 0 ] && echo "== sanitizers: no errors, no leaks from this project's code"
+exit $status
