@@ -375,9 +375,13 @@ struct Sync {
   }
   // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
   // (release: this block's earlier writes are visible first) and waits for peer p's word.
+  // `failed` is cleared only where set (at a kernel's start, whatever shared memory held): every
+  // caller leaves on a failed barrier, so a clear here never undoes one, and no thread writes
+  // while a slower one may still read the last outcome (racecheck flagged the unconditional
+  // clear of a 0, run 215).
   __device__ bool barrier() {
     __shared__ int failed;
-    if (threadIdx.x == 0) failed = 0;
+    if (threadIdx.x == 0 && failed) failed = 0;
     __syncthreads();
     ++epoch;
     if (threadIdx.x < P.nranks) {

@@ -236,17 +236,28 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
 
 // Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order. The
 // loads go four ranks at a time (reduce_at issues all eight slots' at once): fewer registers.
-template <typename T, bool VEC>
+// TAIL (FLAT): a pack reaching past the inputs' `count` elements, the last row's last, is read
+// element by element, zeros past the end: one 16-byte load there read outside the input
+// (memcheck, run 215). PACKS' and ELEMENTS' units lie within the inputs.
+template <typename T, bool VEC, bool TAIL = false>
 struct SumByReads {
   const gc_kargs_t &k;
+  size_t count;
   __device__ bool operator()(size_t el, float (&acc)[Pack<T, VEC>::E]) const {
     constexpr int E = Pack<T, VEC>::E, G = 4;
     const int n = k.peers.nranks;
+    const bool whole = !TAIL || el + E <= count;
     for (int p0 = 0; p0 < n; p0 += G) {
       Pack<T, VEC> v[G];
 #pragma unroll
-      for (int i = 0; i < G; i++)
-        if (p0 + i < n) v[i].load((const T *)k.in[p0 + i] + el);
+      for (int i = 0; i < G; i++) {
+        if (p0 + i >= n) continue;
+        const T *in = (const T *)k.in[p0 + i] + el;
+        if (whole) v[i].load(in);
+        else
+#pragma unroll
+          for (int e = 0; e < E; e++) v[i].v[e] = el + e < count ? in[e] : from_acc<T>(0.0f);
+      }
 #pragma unroll
       for (int i = 0; i < G; i++)
         if (p0 + i < n)
@@ -266,16 +277,16 @@ struct SumByReads {
 // SM, were slower from 16 MB (74.84 / 81.95).
 template <typename T, Shape S>
 __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
-  using Sum = SumByReads<T, Units<T, S>::VEC>;
+  using Sum = SumByReads<T, Units<T, S>::VEC, S == Shape::FLAT>;
   pdl_begin(a.pdl);
   extern __shared__ uint4 shared_row[];  // READS: x of the block's share of a row, when m.x is NULL
   if (a.peers.nranks == 1) {  // LOCAL, or one rank: no peer reads our input, so no barriers
-    norm_rows<T, S, false>(a, m, Sum{a}, m.mode == GC_KNORM_READS && !m.x ? (T *)shared_row : nullptr);
+    norm_rows<T, S, false>(a, m, Sum{a, m.rows * m.cols}, m.mode == GC_KNORM_READS && !m.x ? (T *)shared_row : nullptr);
     return;
   }
   Sync sync(a.peers);
   const bool entered = sync.barrier();  // every input is in place on every rank
-  if (!norm_rows<T, S, false>(a, m, Sum{a}, m.x ? nullptr : (T *)shared_row, entered)) return;
+  if (!norm_rows<T, S, false>(a, m, Sum{a, m.rows * m.cols}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
 }
@@ -302,7 +313,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, cons
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
   constexpr Shape S = VEC ? Shape::PACKS : Shape::ELEMENTS;
-  if (!norm_rows<T, S, false>(own, mine, SumByReads<T, VEC>{own}, (T *)shared_row, entered)) return;
+  if (!norm_rows<T, S, false>(own, mine, SumByReads<T, VEC>{own, rn * m.cols}, (T *)shared_row, entered)) return;
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
   // owner's share, the same part of each row (norm_rows' split).

@@ -147,7 +147,7 @@ for s in "${steps[@]}"; do
       done ;;
     asan)  # the host code under AddressSanitizer and UBSan (scripts/sanitize.sh) over the GPU suite, 1 and 2 ranks
       step asan 420 env GC_NO_APT=1 GC_BUILD_DIR="$repo/build-sanitize" \
-        GC_CMAKE_ARGS="-DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_BENCH=OFF -DGC_BUILD_LUA=OFF" \
+        GC_CMAKE_ARGS="-DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_BENCH=OFF -DGC_BUILD_LUA=OFF -DGC_BUILD_SWIG=OFF" \
         bash scripts/sanitize.sh -L gpu -R '^gpu_np[12]$'
       tail -25 "$logs/asan.log" ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
