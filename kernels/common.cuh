@@ -348,12 +348,19 @@ struct Deadline {
   }
 };
 
+// Whether a barrier of the block ran out: cleared when the kernel makes its Sync, set by a
+// waiting thread, read by every thread after the block's __syncthreads. barrier() never clears
+// it: its thread 0 would then write while a slower thread may still read the last outcome
+// (racecheck, runs 215-216). Every caller leaves on a failed barrier.
+__shared__ int barrier_failed;
+
 // Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
 struct Sync {
   const gc_kpeers_t &P;
   uint32_t epoch;
   __device__ explicit Sync(const gc_kpeers_t &peers) : P(peers) {
     epoch = P.sig[P.rank]->epoch[blockIdx.x];
+    if (threadIdx.x == 0) barrier_failed = 0;  // ordered before any use by barrier()'s __syncthreads
   }
   // Our word in rank r's signals of this block, and rank r's word in ours of block `row`
   // (default: this block).
@@ -375,22 +382,16 @@ struct Sync {
   }
   // Every block of every rank meets here: thread p tells peer p "block b reached epoch e"
   // (release: this block's earlier writes are visible first) and waits for peer p's word.
-  // `failed` is cleared only where set (at a kernel's start, whatever shared memory held): every
-  // caller leaves on a failed barrier, so a clear here never undoes one, and no thread writes
-  // while a slower one may still read the last outcome (racecheck flagged the unconditional
-  // clear of a 0, run 215).
   __device__ bool barrier() {
-    __shared__ int failed;
-    if (threadIdx.x == 0 && failed) failed = 0;
-    __syncthreads();
+    __syncthreads();  // the block's earlier writes come before the release below
     ++epoch;
     if (threadIdx.x < P.nranks) {
       int p = threadIdx.x;
       st_release_sys(to_rank(p), epoch);
-      if (!wait_word(from_rank(p), epoch)) failed = 1;
+      if (!wait_word(from_rank(p), epoch)) barrier_failed = 1;
     }
     __syncthreads();
-    return !failed;
+    return !barrier_failed;
   }
   // Point to point, for kernels that pipeline between barriers: tell every rank in the bit mask
   // `to` that this block's writes so far are done (its slot of this block and this rank gets

@@ -35,6 +35,15 @@ __device__ __forceinline__ SumMax block_reduce(SumMax v) {
   return v;
 }
 
+// A block may store into another's shared memory only once that block has started. Each block of
+// a cluster arrives (relaxed) as norm_rows begins, and its first cluster_reduce waits for them all
+// before storing (without, racecheck: "a block that might not have entered yet", run 216).
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+
 // The same over the `parts` blocks of a row's cluster, in block order (each block's share of the
 // row combined by block_reduce first), with whether any block failed. Each block stores its value
 // into every block's shared memory, then one cluster barrier; every thread gets the result. The
@@ -44,6 +53,7 @@ __device__ __forceinline__ SumMax block_reduce(SumMax v) {
 __device__ __forceinline__ SumMax cluster_reduce(SumMax v, int parts, int part, unsigned round, bool &failed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (parts > 1) {
+    if (round == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // cluster_arrive's
     struct Part {
       SumMax v;
       int failed;
@@ -146,6 +156,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   size_t k0, kn;
   slice_of(U(0, m.cols).count(), parts, part, &k0, &kn);
   unsigned round = 0;
+  if (parts > 1 && blockIdx.x / parts < m.rows) cluster_arrive();  // the cluster has rows to reduce
   for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
     const size_t base = row * m.cols;
     const U u(base, m.cols);
