@@ -145,11 +145,13 @@ for s in "${steps[@]}"; do
           grep -E "ERROR SUMMARY|^========= [A-Z]" "$logs/cs_${tool}_np$np.log" | sort | uniq -c | sort -rn | head -12
         done
       done ;;
-    asan)  # the host code under AddressSanitizer and UBSan (scripts/sanitize.sh) over the GPU suite, 1 and 2 ranks
-      step asan 420 env GC_NO_APT=1 GC_BUILD_DIR="$repo/build-sanitize" \
+    asan)  # the host code under AddressSanitizer and UBSan (scripts/sanitize.sh): the GPU suite with
+           # ASANNP ranks (2) on the GPUs present (SUITES picks suites)
+      step asan 540 env GC_NO_APT=1 GC_BUILD_DIR="$repo/build-sanitize" \
         GC_CMAKE_ARGS="-DGC_CUDA_ARCHITECTURES=90 -DGC_BUILD_BENCH=OFF -DGC_BUILD_LUA=OFF -DGC_BUILD_SWIG=OFF" \
-        bash scripts/sanitize.sh -L gpu -R '^gpu_np[12]$'
-      tail -25 "$logs/asan.log" ;;
+        bash scripts/sanitize.sh --run env GC_TIMEOUT_MS=${SUITE_TIMEOUT_MS:-30000} $mpirun -np "${ASANNP:-2}" \
+        "$repo/build-sanitize/tests/gc_tests" --gpu --verbose "${suites[@]}"
+      grep -E "Test:|^== " "$logs/asan.log" | tail -25 ;;
     p2p)   step p2p_np4 120 $mpirun -np 4 "$build/tests/gc_tests" --gpu --suite p2p ;;
     benchfull) step benchfull 560 bash scripts/bench-gpu.sh "$build" "$logs/results"
                tail -40 "$logs/benchfull.log" ;;

@@ -7,6 +7,7 @@
 # sanitizer that load the library (python, tclsh, lua, go test binaries, the installed example)
 # get its runtime through LD_PRELOAD, which the tests inherit.
 # usage: scripts/sanitize.sh [CTEST_SELECTION...]   e.g. -L gpu -R '^gpu_np[12]$' on a GPU host
+#        scripts/sanitize.sh --run COMMAND...         one command instead of ctest, in the build folder
 GC_BUILD_DIR=${GC_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-sanitize}
 source "$(dirname "$0")/common.sh"
 gc_install_deps
@@ -24,9 +25,10 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
 skip=(-LE gpu)
 gc_has_gpu && skip=(-LE torch)
 [ $# -gt 0 ] && skip=("$@")
+run=(ctest --output-on-failure --timeout 1500 "${skip[@]}")
+[ "${1:-}" = --run ] && run=("${@:2}")
 status=0
-LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
-  ctest --output-on-failure --timeout 1500 "${skip[@]}" || status=1
+LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" "${run[@]}" || status=1
 
 # Errors: a report file naming an ASan error or a UBSan runtime error. Leaks: a "Direct/Indirect
 # leak" paragraph is ours when one of its frames names a file under this checkout with a line number.
