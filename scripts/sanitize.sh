@@ -2,10 +2,11 @@
 # scripts/sanitize.sh — builds the host code with AddressSanitizer and UndefinedBehaviorSanitizer
 # (-DGC_SANITIZE=address,undefined) into build-sanitize and runs every test this machine can run
 # under them (without a GPU: all but those labelled gpu). It fails on a failing test, on any
-# sanitizer error, and on any leak whose stack reaches this project's sources. Leaks inside Open
-# MPI's own libraries and plugins are not ours and are only counted. Programs built without the
-# sanitizer that load the library (python, tclsh, lua, go test binaries, the installed example)
-# get its runtime through LD_PRELOAD, which the tests inherit.
+# sanitizer error, and on any leak allocated by this project's code. Leaks inside Open MPI's own
+# libraries and plugins are not ours and are only counted. Programs built without the sanitizer
+# that load the library (python, tclsh, lua, go test binaries, the installed example) get its
+# runtime (the configured C compiler's libasan and libubsan) through LD_PRELOAD, which the tests
+# inherit.
 # usage: scripts/sanitize.sh [CTEST_SELECTION...]   e.g. -L gpu -R '^gpu_np[12]$' on a GPU host
 #        scripts/sanitize.sh --run COMMAND...         one command instead of ctest, in the build folder
 GC_BUILD_DIR=${GC_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-sanitize}
@@ -27,8 +28,9 @@ gc_has_gpu && skip=(-LE torch)
 [ $# -gt 0 ] && skip=("$@")
 run=(ctest --output-on-failure --timeout 1500 "${skip[@]}")
 [ "${1:-}" = --run ] && run=("${@:2}")
+cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' CMakeCache.txt)
 status=0
-LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" "${run[@]}" || status=1
+LD_PRELOAD="$("$cc" -print-file-name=libasan.so):$("$cc" -print-file-name=libubsan.so)" "${run[@]}" || status=1
 
 # Errors: a report file naming an ASan error or a UBSan runtime error. Leaks: a "Direct/Indirect
 # leak" paragraph is ours when its allocating frame, the first outside the sanitizer's allocator
