@@ -4,9 +4,10 @@
 # under them (without a GPU: all but those labelled gpu). It fails on a failing test, on any
 # sanitizer error, and on any leak allocated by this project's code. Leaks inside Open MPI's own
 # libraries and plugins are not ours and are only counted. Programs built without the sanitizer
-# that load the library (python, tclsh, lua, go test binaries, the installed example) get its
-# runtime (the configured C compiler's libasan and libubsan) through LD_PRELOAD, which the tests
-# inherit.
+# that load the library (python, tclsh, lua, go test binaries, the installed example; every test
+# starts them under mpirun) get its runtime, the configured C compiler's libasan and libubsan,
+# through LD_PRELOAD in the ranks' environment only (Open MPI's mca_base_env_list): preloaded into
+# mpirun itself, ASan once stopped it on a use-after-free inside Open MPI's runtime.
 # usage: scripts/sanitize.sh [CTEST_SELECTION...]   e.g. -L gpu -R '^gpu_np[12]$' on a GPU host
 #        scripts/sanitize.sh --run COMMAND...         one command instead of ctest, in the build folder
 GC_BUILD_DIR=${GC_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-sanitize}
@@ -29,8 +30,9 @@ gc_has_gpu && skip=(-LE torch)
 run=(ctest --output-on-failure --timeout 1500 "${skip[@]}")
 [ "${1:-}" = --run ] && run=("${@:2}")
 cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' CMakeCache.txt)
+export OMPI_MCA_mca_base_env_list="LD_PRELOAD=$("$cc" -print-file-name=libasan.so):$("$cc" -print-file-name=libubsan.so)"
 status=0
-LD_PRELOAD="$("$cc" -print-file-name=libasan.so):$("$cc" -print-file-name=libubsan.so)" "${run[@]}" || status=1
+"${run[@]}" || status=1
 
 # Errors: a report file naming an ASan error or a UBSan runtime error. Leaks: a "Direct/Indirect
 # leak" paragraph is ours when its allocating frame, the first outside the sanitizer's allocator
