@@ -304,9 +304,12 @@ __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_ka
 
 // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory,
 // then every owner's fp8 rows and scales copied out. A kernel of its own: its copies of the
-// arguments took the one-shot's registers and stack when both shared one.
+// arguments took the one-shot's registers and stack when both shared one. One block an SM, said
+// outright: left to choose, ptxas gave the odd-width (ELEMENTS) kernel 64 registers and spilled
+// 40-44 bytes a thread; with this bound 96 and none (sm_90, CUDA 13.0), one block an SM as before
+// (90 registers until 38587ac) and as the PACKS kernel (118-120).
 template <typename T, bool VEC>
-__global__ void GC_LAUNCH_BOUNDS rmsnorm_twoshot_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+__global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
   Sync sync(a.peers);
