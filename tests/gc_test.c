@@ -30,6 +30,7 @@ void *gc_test_alloc(size_t bytes) {
     p = malloc(bytes);
   }
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  gc_test_poison(p, bytes);
   return p;
 }
 
@@ -44,6 +45,7 @@ void *gc_test_alloc_as(int symmetric, size_t bytes) {
   void *p = NULL;
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  gc_test_poison(p, bytes);
   return p;
 }
 

@@ -33,12 +33,13 @@ extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED 
   } while (0)
 
 /* Buffers where the test runs: device memory of the communicator's GPU under --gpu, else host.
- * The allocation fails the test (fatally) when memory is short. */
+ * The allocation fails the test (fatally) when memory is short. Every byte starts as 0xFF
+ * (gc_test_poison), so no test reads memory that nothing wrote (compute-sanitizer's initcheck). */
 void *gc_test_alloc(size_t bytes);
 void gc_test_free(void *p);
 void gc_test_download(void *host_dst, const void *src, size_t bytes);
 /* A buffer from gc_mem_alloc (symmetric = 1; collective: every rank calls in the same order) or
- * from gc_test_alloc; gc_test_free_as frees it with the same flag. */
+ * from gc_test_alloc, poisoned either way; gc_test_free_as frees it with the same flag. */
 void *gc_test_alloc_as(int symmetric, size_t bytes);
 void gc_test_free_as(int symmetric, void *p);
 /* Downloads `bytes` of output plus, when guarded, the GUARD bytes after it; 0 (and a note on
