@@ -75,16 +75,17 @@ void gc_test_poison(void *buf, size_t bytes) {
     memset(buf, 0xff, bytes);
     return;
   }
-  /* device memory: upload a poisoned host block piece by piece */
-  size_t piece = bytes < ((size_t)16 << 20) ? bytes : ((size_t)16 << 20);
-  unsigned char *h = malloc(piece ? piece : 1);
+  if (bytes == 0) return;
+  /* device memory: up to 1 MB uploaded, then copied over the rest on the device, doubling (every
+   * test buffer is poisoned when allocated, up to a GB at a time) */
+  size_t done = bytes < ((size_t)1 << 20) ? bytes : ((size_t)1 << 20);
+  unsigned char *h = malloc(done);
   CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-  memset(h, 0xff, piece);
-  for (size_t off = 0; off < bytes; off += piece) {
-    size_t n = bytes - off < piece ? bytes - off : piece;
-    GC_TEST_OK(gc_memcpy(gc_test_comm, (char *)buf + off, h, n));
-  }
+  memset(h, 0xff, done);
+  GC_TEST_OK(gc_memcpy(gc_test_comm, buf, h, done));
   free(h);
+  for (; done < bytes; done *= 2)
+    GC_TEST_OK(gc_memcpy(gc_test_comm, (char *)buf + done, buf, bytes - done < done ? bytes - done : done));
 }
 
 uint64_t gc_test_rank_seed(int rank, int salt) {
