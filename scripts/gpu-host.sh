@@ -136,11 +136,12 @@ for s in "${steps[@]}"; do
         grep -vE "^#( |$)" "$logs/$name.log" | tail -8
       done ;;
     csan)  # the GPU suite under compute-sanitizer: each tool of CSTOOLS (memcheck racecheck synccheck
-           # initcheck) with each rank count of CSNP (ranks share the GPUs present); SUITES picks suites
+           # initcheck) with each rank count of CSNP (ranks share the GPUs present); SUITES picks suites,
+           # CSOPTS adds options (e.g. "--leak-check full" for memcheck)
       cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       for tool in ${CSTOOLS:-memcheck}; do
         for np in ${CSNP:-1}; do
-          step cs_${tool}_np$np "${CSSECS:-240}" env GC_TIMEOUT_MS=120000 $mpirun -np "$np" "$cs" --tool "$tool" \
+          step cs_${tool}_np$np "${CSSECS:-240}" env GC_TIMEOUT_MS=120000 $mpirun -np "$np" "$cs" --tool "$tool" ${CSOPTS:-} \
             --error-exitcode 7 --report-api-errors no --print-limit 40 "$build/tests/gc_tests" --gpu --verbose "${suites[@]}"
           grep -E "ERROR SUMMARY|^========= [A-Z]" "$logs/cs_${tool}_np$np.log" | sort | uniq -c | sort -rn | head -12
         done
