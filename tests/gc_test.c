@@ -43,7 +43,8 @@ void gc_test_free(void *p) {
 void *gc_test_alloc_as(int symmetric, size_t bytes) {
   if (!symmetric) return gc_test_alloc(bytes);
   void *p = NULL;
-  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes ? bytes : 1, &p));
+  if (bytes == 0) bytes = 1; /* as gc_test_alloc */
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, bytes, &p));
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   gc_test_poison(p, bytes);
   return p;
