@@ -25,10 +25,11 @@ rm -rf "$reports" && mkdir -p "$reports"
 export ASAN_OPTIONS=protect_shadow_gap=0:allocator_may_return_null=1:detect_leaks=1:exitcode=0:log_path=$reports/asan
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
 # What runs: --run's command, else ctest with the selection given, else every test this host can run.
+run=(ctest --output-on-failure --timeout 1500)
 if [ "${1:-}" = --run ]; then run=("${@:2}")
-elif [ $# -gt 0 ]; then run=(ctest --output-on-failure --timeout 1500 "$@")
-elif gc_has_gpu; then run=(ctest --output-on-failure --timeout 1500 -LE torch)
-else run=(ctest --output-on-failure --timeout 1500 -LE gpu)
+elif [ $# -gt 0 ]; then run+=("$@")
+elif gc_has_gpu; then run+=(-LE torch)
+else run+=(-LE gpu)
 fi
 cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' CMakeCache.txt)
 export OMPI_MCA_mca_base_env_list="LD_PRELOAD=$("$cc" -print-file-name=libasan.so):$("$cc" -print-file-name=libubsan.so)"

@@ -38,7 +38,6 @@ static int run_case(const ar_case_t *c) {
   char *rbuf = c->in_place ? sbuf : gc_test_alloc(rbytes);
   char *send = sbuf + c->send_off * isz;
   char *recv = c->in_place ? send : rbuf + c->recv_off * osz;
-  if (!c->in_place) gc_test_poison(rbuf, rbytes);
   gc_test_fill(send, n, dt, gc_test_rank, salt);
 
   void *add = NULL, *add_host = NULL;

@@ -83,7 +83,6 @@ static int run_rs(const rs_case_t *c) {
   char *send = buf_alloc(total * isz + GUARD);
   gc_test_fill(send, total, dt, me, salt);
   char *recv = c->in_place ? send + in_off * isz : buf_alloc(mine * osz + GUARD);
-  if (!c->in_place) gc_test_poison(recv, mine * osz + GUARD);
   void *add = NULL, *add_host = NULL;
   if (c->with_add) {
     add = gc_test_alloc(mine * isz);
@@ -258,7 +257,6 @@ static int run_ag(gc_dtype_t dt, size_t count, int in_place) {
   snprintf(what, sizeof what, "allgather %s count %zu%s%s", gc_dtype_name(dt), count, in_place ? " in place" : "",
            off ? " unaligned" : "");
   char *recv_base = buf_alloc(total * es + GUARD + off), *recv = recv_base + off;
-  gc_test_poison(recv, total * es + GUARD);
   char *send_base = in_place ? NULL : gc_test_alloc(count * es + off);
   char *send = in_place ? recv + (size_t)me * count * es : send_base + off;
   gc_test_fill(send, count, dt, me, salt);
@@ -306,7 +304,6 @@ static int run_bc(gc_dtype_t dt, size_t count, int root, int in_place) {
   snprintf(what, sizeof what, "broadcast %s count %zu root %d%s%s", gc_dtype_name(dt), count, root,
            in_place ? " in place" : "", off ? " unaligned" : "");
   char *recv_base = buf_alloc(count * es + GUARD + off), *recv = recv_base + off, *send_base = NULL;
-  gc_test_poison(recv, count * es + GUARD);
   char *send = NULL;
   if (me == root) {
     send_base = in_place ? NULL : gc_test_alloc(count * es + off);
@@ -591,9 +588,7 @@ static int broadcasts_queued(gc_algo_t algo) {
   char *ag_part = gc_test_alloc(AG_COUNT * 2), *ag_out = gc_test_alloc(AG_COUNT * 2 * (size_t)gc_test_size);
   gc_test_fill(part, 32, GC_BFLOAT16, me, 1300);
   gc_test_fill(ag_part, AG_COUNT, GC_BFLOAT16, me, 1301);
-  gc_test_poison(ag_out, AG_COUNT * 2 * (size_t)gc_test_size);
   for (int i = 0; i < QUEUED; i++) gc_test_fill(send + i * slice * 2, qn[i], GC_BFLOAT16, root[i], 1310 + i);
-  gc_test_poison(recv, QUEUED * slice * 2);
   void *stream = NULL;
   GC_TEST_OK(gc_comm_stream(gc_test_comm, &stream));
   gc_options_t o = GC_OPTIONS_INIT;
@@ -735,8 +730,8 @@ static int seq_check(const seq_call_t *c, int i) {
 }
 
 /* Buffers for a call whose kind, dtypes, count, root, in place, buffer kind, offset and epilogue
- * are set: outputs and the guard after them poisoned, inputs (and the addend) filled with the
- * call's salt. */
+ * are set: outputs and the guard after them poisoned (by the allocation), inputs (and the addend)
+ * filled with the call's salt. */
 static void seq_prepare(seq_call_t *c) {
   c->salt = ++salt_counter;
   const size_t es = gc_dtype_size(c->dtype), os = gc_dtype_size(c->out_dtype);
@@ -746,7 +741,6 @@ static void seq_prepare(seq_call_t *c) {
   c->recv = c->recv_base + c->offset * os;
   c->send_base = c->in_place ? c->recv_base : gc_test_alloc_as(c->sym, c->offset * es + in_bytes);
   c->send = c->send_base + c->offset * es;
-  gc_test_poison(c->recv, out_bytes + GUARD);
   if (c->kind != SEQ_BC || gc_test_rank == c->root) gc_test_fill(c->send, in_bytes / es, c->dtype, gc_test_rank, c->salt);
   if (c->with_add) { /* one per output element, the same on every rank */
     c->add = gc_test_alloc(c->count * es);

@@ -100,7 +100,6 @@ static void test_symmetric_zero_copy(void) {
   size_t rc = 100003;
   void *out = gc_test_alloc(rc * 2 * gc_test_size);
   gc_test_fill(a, rc * gc_test_size, GC_BFLOAT16, gc_test_rank, 300);
-  gc_test_poison(out, rc * 2);
   GC_TEST_OK(gc_reducescatter(a, out, rc, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL));
   GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
   unsigned short *h = malloc(rc * 2);
