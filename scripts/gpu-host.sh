@@ -41,8 +41,10 @@ step() { # step NAME SECONDS CMD...: runs CMD with a time bound, keeps its log, 
   return 0
 }
 
-suites=()   # SUITES="a b": suite4 and suite2 run only these
-for s in ${SUITES:-}; do suites+=(--suite "$s"); done
+suites=()   # SUITES="a b": suite4, suite2, csan and asan run only these suites; TESTS="x;y z" only
+for s in ${SUITES:-}; do suites+=(--suite "$s"); done   # the tests whose names contain x or "y z"
+IFS=';' read -ra tests_sel <<< "${TESTS:-}"
+for t in "${tests_sel[@]}"; do [ -n "$t" ] && suites+=(--test "$t"); done
 # forced PREFIX NP COLL ALGO VARS BENCH_ARGS...: gpucoll-bench with one algorithm on NP GPUs, log
 # and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N;
 # EAGER=1: --eager, plain buffers instead of gc_mem_alloc; G=0: stream launches, not graph replay).
@@ -137,13 +139,15 @@ for s in "${steps[@]}"; do
       done ;;
     csan)  # the GPU suite under compute-sanitizer: each tool of CSTOOLS (memcheck racecheck synccheck
            # initcheck) with each rank count of CSNP (ranks share the GPUs present); SUITES picks suites,
-           # CSOPTS adds options (e.g. "--leak-check full" for memcheck)
+           # CSOPTS adds options (e.g. "--leak-check full" for memcheck), CSLIMIT reports a rank prints
+           # (40; 0: all); the summary counts each report's source lines, offsets dropped
       cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       for tool in ${CSTOOLS:-memcheck}; do
         for np in ${CSNP:-1}; do
           step cs_${tool}_np$np "${CSSECS:-240}" env GC_TIMEOUT_MS=120000 $mpirun -np "$np" "$cs" --tool "$tool" ${CSOPTS:-} \
-            --error-exitcode 7 --report-api-errors no --print-limit 40 "$build/tests/gc_tests" --gpu --verbose "${suites[@]}"
-          grep -E "ERROR SUMMARY|^========= [A-Z]" "$logs/cs_${tool}_np$np.log" | sort | uniq -c | sort -rn | head -12
+            --error-exitcode 7 --report-api-errors no --print-limit "${CSLIMIT:-40}" "$build/tests/gc_tests" --gpu --verbose "${suites[@]}"
+          grep -E "ERROR SUMMARY|SUMMARY:|^========= +([A-Z]|and )" "$logs/cs_${tool}_np$np.log" |
+            sed -E 's/\+0x[0-9a-f]+//g; s/ \[[0-9]+ hazards\]//' | sort | uniq -c | sort -rn | head -16
         done
       done ;;
     asan)  # the host code under AddressSanitizer and UBSan (scripts/sanitize.sh): the GPU suite with
