@@ -308,8 +308,13 @@ __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_ka
 // outright: left to choose, ptxas gave the odd-width (ELEMENTS) kernel 64 registers and spilled
 // 40-44 bytes a thread; with this bound 96 and none (sm_90, CUDA 13.0), one block an SM as before
 // (90 registers until 38587ac) and as the PACKS kernel (118-120).
-template <typename T, bool VEC>
+// S: PACKS, FLAT (rows of whole packs, inputs on 16-byte boundaries, but gamma or residual off
+// them on this rank: the same split of rows as PACKS) or ELEMENTS (rows not whole packs, or
+// inputs off 16-byte boundaries, alike on every rank), so counterpart blocks copy out the parts
+// their peers wrote.
+template <typename T, Shape S>
 __global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  constexpr bool VEC = S != Shape::ELEMENTS;
   constexpr int E = Pack<T, VEC>::E;
   pdl_begin(a.pdl);
   Sync sync(a.peers);
@@ -326,7 +331,6 @@ __global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const g
   mine.x = nullptr;
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-  constexpr Shape S = VEC ? Shape::PACKS : Shape::ELEMENTS;
   if (!norm_rows<T, S, false>(own, mine, SumByReads<T, VEC>{own, rn * m.cols}, (T *)shared_row, entered)) return;
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
@@ -356,7 +360,10 @@ __global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const g
 // kept at m.x or in shared memory, never in staging.
 // One block an SM: with two (64 registers) it was slower at every size (run 178, 2 x H200, bf16,
 // 8192 cols with residual: 256 KB 9.76 against 8.35 us, 2 MB 22.04 against 16.20).
-template <typename T>
+// S: PACKS, or FLAT where gamma, residual or x sit off 16-byte boundaries on this rank (the LL
+// area's rows are whole packs, so FLAT splits rows as PACKS does and only loads those element by
+// element): the choice is this rank's alone and changes neither the grid nor what peers see.
+template <typename T, Shape S>
 __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   constexpr int E = 16 / sizeof(T);
   pdl_begin(a.pdl);
@@ -374,7 +381,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   unsigned char *mine = a.peers.ll[me] + c.gen;
   extern __shared__ uint4 shared_row[];  // x of the block's row when m.x is NULL
   Deadline d;
-  const bool ok = norm_rows<T, Shape::PACKS, true>(
+  const bool ok = norm_rows<T, S, true>(
       a, m,
       [&](size_t el, float(&acc)[E]) {
         uint4 v[GC_MAX_LOCAL_RANKS];
@@ -403,8 +410,11 @@ template <typename T>
 static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t s) {
   constexpr int E = 16 / sizeof(T);
   // PACKS need rows on 16-byte boundaries in every array a pack is loaded from or stored to; FLAT
-  // only the inputs there (the LL kernel's input is its own area); else ELEMENTS.
-  const bool packs = m->cols % E == 0 && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
+  // only the inputs there (the LL kernel's input is its own area); else ELEMENTS. What only this
+  // rank's gamma, residual and x decide must leave the grid and the split of rows alone: ranks
+  // may pass them at different alignments.
+  const bool whole_packs = m->cols % E == 0;
+  const bool packs = whole_packs && aligned16(m->gamma) && (!m->residual || aligned16(m->residual)) &&
                      (!m->x || aligned16(m->x));
   cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
@@ -416,19 +426,21 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     cfg.numAttrs = 2;
   }
   if (m->mode == GC_KNORM_LL) {
-    if (!packs || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
+    if (!whole_packs || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
     cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
-    return launch_kernel(cfg, rmsnorm_ll_kernel<T>, a, m);
+    return launch_kernel(cfg, packs ? rmsnorm_ll_kernel<T, Shape::PACKS> : rmsnorm_ll_kernel<T, Shape::FLAT>, a, m);
   }
   bool inputs16 = true;
   for (int p = 0; p < a->peers.nranks; p++) inputs16 &= aligned16(a->in[p]);
   // x in shared memory: the block's share of a row's units (FLAT: up to one more than whole packs)
   const bool x_shared = m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x);
   const size_t flat_share = ((m->cols + E - 1) / E + 1 + m->parts - 1) / m->parts * 16;
-  // Not FLAT for TWOSHOT: its copy-out takes the same part of every row from each owner, and
-  // FLAT's shares move with each row's offset from the input's packs.
+  // TWOSHOT's copy-out takes the same part of every row from each owner, and FLAT's shares move
+  // with each row's offset from the input's packs: it takes FLAT only for rows of whole packs,
+  // which FLAT splits as PACKS does.
   Shape shape = Shape::ELEMENTS;
   if (inputs16 && packs) shape = Shape::PACKS;
+  else if (inputs16 && m->mode == GC_KNORM_TWOSHOT && whole_packs) shape = Shape::FLAT;
   else if (inputs16 && m->mode != GC_KNORM_TWOSHOT && (!x_shared || flat_share <= GC_KNORM_SHARED_ROW))
     shape = Shape::FLAT;
   if (shape == Shape::ELEMENTS) {  // a thread an element: as many threads as the block's share of a row
@@ -442,7 +454,10 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
                                                   : (m->cols + m->parts - 1) / m->parts * sizeof(T);
   }
   if (m->mode == GC_KNORM_TWOSHOT)
-    return launch_kernel(cfg, shape == Shape::PACKS ? rmsnorm_twoshot_kernel<T, true> : rmsnorm_twoshot_kernel<T, false>, a, m);
+    return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_twoshot_kernel<T, Shape::PACKS>
+                              : shape == Shape::FLAT ? rmsnorm_twoshot_kernel<T, Shape::FLAT>
+                                                     : rmsnorm_twoshot_kernel<T, Shape::ELEMENTS>,
+                         a, m);
   return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_fp8_kernel<T, Shape::PACKS>
                             : shape == Shape::FLAT ? rmsnorm_fp8_kernel<T, Shape::FLAT>
                                                    : rmsnorm_fp8_kernel<T, Shape::ELEMENTS>,

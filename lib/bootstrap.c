@@ -1,5 +1,6 @@
 /* bootstrap.c — the MPI control plane: communicator duplication, node-local split, exchanges of
  * handles, bounded barriers, CUDA-aware detection. */
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,24 +85,52 @@ void gc__boot_destroy(gc_comm_t comm) {
   if (comm->mpi != MPI_COMM_NULL && comm->mpi != 0) MPI_Comm_free(&comm->mpi);
 }
 
-gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
+/* The control plane's collectives go on heap copies of their buffers: a request that timed out
+ * may still write its buffer whenever MPI next makes progress (a late peer), long after the
+ * caller's stack frame is gone, so on a timeout (or an MPI error) the copy is left allocated. */
+typedef enum { BOOT_ALLGATHER, BOOT_BCAST, BOOT_MIN_INT, BOOT_MAX_DOUBLE } boot_op_t;
+
+/* `in` (bytes) from this rank; the result, bytes x the group's size for the all-gather, into out. */
+static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, const void *in, void *out,
+                                   size_t bytes, int root, const char *what) {
+  int ranks = 1;
+  if (op == BOOT_ALLGATHER) GC_MPI_CHECK(comm, MPI_Comm_size(over, &ranks));
+  if (bytes > INT_MAX) return GC_FAIL(comm, GC_ERR_INTERNAL, "%s of %zu bytes", what, bytes);
+  const size_t out_bytes = bytes * (size_t)ranks;
+  char *copy = malloc(bytes + out_bytes + 1);
+  if (!copy) return GC_FAIL(comm, GC_ERR_SYSTEM, "%s: out of host memory", what);
+  char *const result = copy + bytes;
+  memcpy(copy, in, bytes);
+  if (op == BOOT_BCAST) memcpy(result, in, bytes);
   MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->local, &req));
-  return gc__boot_wait(comm, &req, "local allgather");
+  int e = op == BOOT_ALLGATHER ? MPI_Iallgather(copy, (int)bytes, MPI_BYTE, result, (int)bytes, MPI_BYTE, over, &req)
+          : op == BOOT_BCAST   ? MPI_Ibcast(result, (int)bytes, MPI_BYTE, root, over, &req)
+          : op == BOOT_MIN_INT ? MPI_Iallreduce(copy, result, 1, MPI_INT, MPI_MIN, over, &req)
+                               : MPI_Iallreduce(copy, result, 1, MPI_DOUBLE, MPI_MAX, over, &req);
+  if (e != MPI_SUCCESS) {
+    free(copy);
+    return gc__mpi_fail(comm, e, what, __FILE__, __LINE__);
+  }
+  gc_result_t r = gc__boot_wait(comm, &req, what);
+  if (r != GC_SUCCESS) return r; /* the copy stays: MPI may still write it */
+  memcpy(out, result, out_bytes);
+  free(copy);
+  return GC_SUCCESS;
+}
+
+gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
+  return boot_collective(comm, comm->local, BOOT_ALLGATHER, mine, all, bytes, 0, "local allgather");
 }
 
 /* A broadcast and a minimum over `over`: the whole communicator or its node. */
 static gc_result_t bcast_over(gc_comm_t comm, MPI_Comm over, void *buf, size_t bytes, int root) {
-  MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, over, &req));
-  return gc__boot_wait(comm, &req, over == comm->local ? "local broadcast" : "broadcast");
+  return boot_collective(comm, over, BOOT_BCAST, buf, buf, bytes, root,
+                         over == comm->local ? "local broadcast" : "broadcast");
 }
 
 static gc_result_t min_int_over(gc_comm_t comm, MPI_Comm over, int *value) {
-  MPI_Request req;
-  int in = *value;
-  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_INT, MPI_MIN, over, &req));
-  return gc__boot_wait(comm, &req, over == comm->local ? "local allreduce(min)" : "allreduce(min)");
+  return boot_collective(comm, over, BOOT_MIN_INT, value, value, sizeof *value, 0,
+                         over == comm->local ? "local allreduce(min)" : "allreduce(min)");
 }
 
 gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes) {
@@ -121,10 +150,7 @@ gc_result_t gc__boot_barrier(gc_comm_t comm) {
 }
 
 gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
-  MPI_Request req;
-  double in = *value;
-  GC_MPI_CHECK(comm, MPI_Iallreduce(&in, value, 1, MPI_DOUBLE, MPI_MAX, comm->mpi, &req));
-  return gc__boot_wait(comm, &req, "allreduce(max)");
+  return boot_collective(comm, comm->mpi, BOOT_MAX_DOUBLE, value, value, sizeof *value, 0, "allreduce(max)");
 }
 
 gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) { return min_int_over(comm, comm->mpi, value); }

@@ -212,6 +212,26 @@ gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, size_t es,
   return gc__launched(comm, gc_kernel_reducescatter_bywrites(a, stream), "reduce-scatter");
 }
 
+/* A temporary of `bytes` where the operands are: stream-ordered device memory, or host memory. */
+static gc_result_t scratch_alloc(gc_comm_t comm, int on_device, size_t bytes, cudaStream_t stream, void **p) {
+  *p = NULL;
+  if (on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(p, bytes, stream));
+  else if (!(*p = malloc(bytes))) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes", bytes);
+  return GC_SUCCESS;
+}
+
+/* Frees scratch_alloc's temporary (NULL: nothing); returns rc, or the failure to free after a success. */
+static gc_result_t scratch_free(gc_comm_t comm, int on_device, void *p, cudaStream_t stream, gc_result_t rc) {
+  if (!p) return rc;
+  if (!on_device) {
+    free(p);
+    return rc;
+  }
+  cudaError_t e = cudaFreeAsync(p, stream);
+  if (rc == GC_SUCCESS && e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync: %s", cudaGetErrorString(e));
+  return rc;
+}
+
 /* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE; auto: by copies out of place where
  * dispatch.c measured them faster, else the reduce-scatter table's choice for this size and input,
  * by writes or by reads). By copies, the elements past the last whole 16 n (fewer than 16 n) take
@@ -237,18 +257,23 @@ static gc_result_t ce_allreduce(gc_comm_t comm, const gc__plan_t *plan, const gc
   if (form == GC_CE_AR_AUTO || form == GC_CE_AR_COPIES)
     form = gc__table_choice(comm, GC_COLL_REDUCESCATTER, bytes, sym_in != NULL) == GC_ALGO_TWOSHOT_PUSH ? GC_CE_AR_WRITES
                                                                                                        : GC_CE_AR_READS;
-  /* By reads, an input peers cannot read is copied into the output first: over an add vector
-   * that is the output (a residual added in place), so that goes by writes. */
-  int add_is_out = sym_in == NULL && o->add != NULL && o->add == recv;
-  if (add_is_out) form = GC_CE_AR_WRITES;
-  if (bywrites_slot(comm) < 256) { /* inboxes too small (GC_STAGING_BYTES) */
-    if (add_is_out)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "options.add == recvbuf with a sendbuf not from gc_mem_alloc needs a "
-                                               "larger staging area (GC_STAGING_BYTES) on the copy-engine path");
-    form = GC_CE_AR_READS;
+  if (bywrites_slot(comm) < 256) form = GC_CE_AR_READS; /* inboxes too small (GC_STAGING_BYTES) */
+  /* By reads, an input peers cannot read is copied into the output first, over an add vector that
+   * is the output (a residual added in place): that goes aside first. Only this rank knows whether
+   * its add vector is its output, so that must not change the form, which every rank shares. */
+  const void *add = o->add;
+  void *aside = NULL;
+  if (form == GC_CE_AR_READS && sym_in == NULL && add != NULL && add == recv) {
+    GC_CHECK(scratch_alloc(comm, 1, bytes, stream, &aside));
+    cudaError_t e = cudaMemcpyAsync(aside, add, bytes, cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess)
+      return scratch_free(comm, 1, aside, stream,
+                          GC_FAIL(comm, GC_ERR_CUDA, "setting the add vector aside: %s", cudaGetErrorString(e)));
+    add = aside;
   }
-  return gc__ce_allreduce(comm, &a, (void *const *)sym_in, send, sym_out, count, es, os, o->add,
-                          form == GC_CE_AR_WRITES, stream);
+  gc_result_t r = gc__ce_allreduce(comm, &a, (void *const *)sym_in, send, sym_out, count, es, os, add,
+                                   form == GC_CE_AR_WRITES, stream);
+  return scratch_free(comm, 1, aside, stream, r);
 }
 
 static gc_result_t p2p_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
@@ -974,26 +999,6 @@ gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t 
   return gc_broadcast_ex(send, recv, count, dtype, root, comm, stream, NULL);
 }
 
-/* A temporary of `bytes` where the operands are: stream-ordered device memory, or host memory. */
-static gc_result_t scratch_alloc(gc_comm_t comm, int on_device, size_t bytes, cudaStream_t stream, void **p) {
-  *p = NULL;
-  if (on_device) GC_CUDA_CHECK(comm, cudaMallocAsync(p, bytes, stream));
-  else if (!(*p = malloc(bytes))) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory for %zu bytes", bytes);
-  return GC_SUCCESS;
-}
-
-/* Frees scratch_alloc's temporary (NULL: nothing); returns rc, or the failure to free after a success. */
-static gc_result_t scratch_free(gc_comm_t comm, int on_device, void *p, cudaStream_t stream, gc_result_t rc) {
-  if (!p) return rc;
-  if (!on_device) {
-    free(p);
-    return rc;
-  }
-  cudaError_t e = cudaFreeAsync(p, stream);
-  if (rc == GC_SUCCESS && e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "cudaFreeAsync: %s", cudaGetErrorString(e));
-  return rc;
-}
-
 /* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
 
 /* The checks both mixed operations start with; *o gets the resolved options. */
@@ -1053,10 +1058,11 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   across.add = o.add;
   across.out_dtype = o.out_dtype;
   gc__mpi_mix_t mix = {dtype, comm->size};
-  /* The partials go to recv when they have its type, else to a temporary where the input is. */
+  /* The partials go to recv when they have its type, else (or where recv is the add vector, which
+   * they would overwrite before it is added) to a temporary where the input is. */
   void *tmp = NULL;
   int on_device = gc__ptr_kind(comm, send) == GC_PTR_DEVICE_OWN;
-  if (part != o.out_dtype)
+  if (part != o.out_dtype || o.add == recv)
     GC_CHECK(scratch_alloc(comm, on_device, count * gc_dtype_size(part), (cudaStream_t)stream, &tmp));
   void *partial = tmp ? tmp : recv;
   gc_comm_t node = comm->node_group, cross = comm->cross_group;
@@ -1237,13 +1243,13 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
   return plan;
 }
 
-/* Why the LL kernel cannot take a call (NULL: it can). */
+/* Why the LL kernel cannot take a call (NULL: it can). Only what every rank shares decides: gamma,
+ * residual and residual_out may sit at other alignments on other ranks (the kernel then loads them
+ * element by element). */
 static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, size_t es, const gc_rmsnorm_fp8_t *m) {
   if (rows * cols * es > GC_LL_GEN_BYTES / (size_t)comm->local_size)
     return "every rank's input must fit its row of an LL generation (8 MB over the GPU count)";
   if (cols * es % 16) return "rows must be whole 16-byte packs (cols x element size a multiple of 16)";
-  if ((uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16 || (uintptr_t)m->residual_out % 16)
-    return "gamma, residual and residual_out must sit on 16-byte boundaries";
   if (!m->residual_out && cols * es > GC_KNORM_SHARED_ROW)
     return "without residual_out a row must fit shared memory (48 KB)";
   return NULL;
@@ -1291,11 +1297,11 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   gc_knorm_t k = knorm(m, chunk, cols);
   const size_t owned = twoshot ? (chunk + n - 1) / n : chunk;
   /* the kernel goes element by element where the inputs sit off 16-byte boundaries (two-shot: or
-   * its rows are not whole packs in every array); else by the inputs' packs. gc_kernel_rmsnorm_fp8
-   * decides (and sizes the blocks); this only picks the blocks a row, so a mismatch costs speed,
-   * not correctness. */
-  const int by_elements = (in_zero && (uintptr_t)sym_in[me] % 16) ||
-                          (twoshot && (row_bytes % 16 || (uintptr_t)m->gamma % 16 || (uintptr_t)m->residual % 16));
+   * its rows are not whole packs); else by the inputs' packs. gc_kernel_rmsnorm_fp8 decides (and
+   * sizes the blocks); this picks the blocks a row, which must be the same on every rank: from
+   * what every rank shares (symmetric inputs sit at one offset on all), never from gamma's or
+   * residual's alignment, which may differ between ranks. */
+  const int by_elements = (in_zero && (uintptr_t)sym_in[me] % 16) || (twoshot && row_bytes % 16);
   gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, by_elements, &k);
   *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_SHARED_ROW);
   if (!*fits) return GC_SUCCESS;

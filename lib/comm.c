@@ -117,13 +117,17 @@ static void comm_free(gc_comm_t comm) {
   free(comm);
 }
 
-static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
-  GC_CHECK(gc__boot_init(comm, user, cfg));
-  gc__log_rank = comm->rank;
+/* What a rank sets up on its own: the parameters and its GPU. */
+static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : (int)gc__param_int(GC_PARAM_TIMEOUT_MS);
   if (comm->timeout_ms <= 0) comm->timeout_ms = 120000;
-  comm->tp.staging_bytes = cfg->staging_bytes ? cfg->staging_bytes : (size_t)gc__param_int(GC_PARAM_STAGING_BYTES);
-  comm->tp.staging_bytes = (comm->tp.staging_bytes + 4095) & ~(size_t)4095;
+  /* A staging area of up to 64 GB (rounding a larger size could wrap) */
+  const int64_t staging_env = gc__param_int(GC_PARAM_STAGING_BYTES);
+  const size_t staging = cfg->staging_bytes ? cfg->staging_bytes : staging_env > 0 ? (size_t)staging_env : 0;
+  if (staging > GC_MAX_STAGING_BYTES || (!cfg->staging_bytes && staging_env < 0))
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "staging_bytes (GC_STAGING_BYTES=%s, config %zu) must be at most %zu",
+                   gc__param_str(GC_PARAM_STAGING_BYTES), cfg->staging_bytes, GC_MAX_STAGING_BYTES);
+  comm->tp.staging_bytes = (staging + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
   comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
@@ -156,12 +160,38 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
 
   GC_CHECK(select_device(comm, cfg));
   if (comm->pdl < 0) comm->pdl = 0; /* no GPU */
-  int has_gpu = comm->device >= 0;
-  comm->all_gpu = has_gpu;
-  GC_CHECK(gc__boot_min_int(comm, &comm->all_gpu));
-  if (has_gpu) GC_CHECK(gc__transport_init(comm));
+  return GC_SUCCESS;
+}
+
+/* Every rank's outcome of a step, agreed: a rank that failed alone says so instead of leaving its
+ * peers to wait for it. `r` is this rank's; a peer's failure is GC_ERR_REMOTE here. */
+static gc_result_t agree(gc_comm_t comm, gc_result_t r, const char *step) {
+  int ok = r == GC_SUCCESS;
+  GC_CHECK(gc__boot_min_int(comm, &ok));
+  if (r != GC_SUCCESS || ok) return r;
+  return GC_FAIL(NULL, GC_ERR_REMOTE, "another rank failed %s", step);
+}
+
+/* Collective from gc__boot_init on; every step that one rank may fail alone is agreed on before
+ * the next collective step, so all ranks succeed or all fail. */
+static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
+  GC_CHECK(gc__boot_init(comm, user, cfg));
+  gc__log_rank = comm->rank;
+  /* 0: a rank failed, 1: a rank has no GPU, 2: every rank has one */
+  gc_result_t r = local_setup(comm, cfg);
+  int state = r != GC_SUCCESS ? 0 : comm->device >= 0 ? 2 : 1;
+  GC_CHECK(gc__boot_min_int(comm, &state));
+  GC_CHECK(r);
+  if (state == 0) return GC_FAIL(NULL, GC_ERR_REMOTE, "another rank failed to read its parameters or set up its GPU");
+  comm->all_gpu = state == 2;
+  if (comm->all_gpu) GC_CHECK(gc__transport_init(comm));
   GC_CHECK(gc__multimem_init(comm));
-  GC_CHECK(gc__dispatch_describe(comm));
+  r = gc__dispatch_describe(comm);
+  const int added = r == GC_SUCCESS && live_add(comm);
+  if (r == GC_SUCCESS && !added) r = GC_FAIL(NULL, GC_ERR_SYSTEM, "too many live communicators (64)");
+  r = agree(comm, r, "to finish setting up the communicator");
+  if (r != GC_SUCCESS && added) live_remove(comm);
+  GC_CHECK(r);
   GC_INFO(GC_SUB_INIT, "rank %d/%d local %d/%d nodes %d device %d cuda-aware %d p2p %d", comm->rank,
           comm->size, comm->local_rank, comm->local_size, comm->node_count, comm->device,
           comm->cuda_aware, comm->p2p_ready);
@@ -185,7 +215,6 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
   comm->device = -1;
   comm->mm.fd = -1;
   gc_result_t r = comm_setup(comm, user, &c);
-  if (r == GC_SUCCESS && !live_add(comm)) r = GC_FAIL(NULL, GC_ERR_SYSTEM, "too many live communicators (64)");
   if (r != GC_SUCCESS) {
     /* The message may sit in the communicator we are about to free: keep it for the caller. */
     char msg[sizeof comm->last_error];

@@ -121,6 +121,11 @@ GC_HIDDEN const char *gc__message_body(const char *msg);
  * ones 21760 bytes past a 2 MB multiple, at 350-358 and 260-275, wherever the ring sat in them.
  * The communicator's own allocation (signals, push and LL areas, staging) was such a one until
  * then. */
+/* The largest staging area (GC_STAGING_BYTES) and allocation (gc_mem_alloc, gc_buffer_alloc)
+ * taken: rounding larger sizes up could wrap. */
+#define GC_MAX_STAGING_BYTES ((size_t)64 << 30)
+#define GC_MAX_ALLOC_BYTES ((size_t)1 << 48)
+
 static inline size_t gc__whole_pages(size_t bytes) {
   const size_t page = (size_t)2 << 20;
   return bytes < page ? bytes : (bytes + page - 1) & ~(page - 1);

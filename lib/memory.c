@@ -22,6 +22,8 @@ static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device
   GC_CHECK(gc__comm_check(comm));
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: out is NULL");
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: bytes is 0");
+  if (bytes > GC_MAX_ALLOC_BYTES)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: %zu bytes is more than any machine holds", bytes);
   void *p = NULL;
   if (comm->device < 0) {
     if (on_device) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");

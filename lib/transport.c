@@ -7,10 +7,11 @@
 #include "gc_internal.h"
 #include "kernels.h"
 
-/* One IPC export: the handle, whether the export worked, and which GPU it lives on. */
+/* One IPC export: the handle, whether the export worked, whether the rank failed before it (no
+ * memory to export), and which GPU it lives on. */
 typedef struct {
   cudaIpcMemHandle_t handle;
-  int ok;
+  int ok, failed;
   char pci_bus_id[32]; /* which GPU: ordinals differ between processes, bus ids don't */
 } ipc_export_t;
 
@@ -31,17 +32,25 @@ static int driver_allows(gc_comm_t comm, const ipc_export_t *mine, const ipc_exp
 }
 
 /* Opens every local peer's handle; peer_ok[p] says whether the open worked. A failed open is not
- * an error here: it is how peer access is probed for real. */
+ * an error here: it is how peer access is probed for real. A rank that failed to make its memory
+ * passes mine = NULL, so that its peers return GC_ERR_REMOTE instead of waiting for it (it gets
+ * GC_ERR_REMOTE without a message, and reports its own error). Nothing is opened unless every
+ * rank has memory. */
 static gc_result_t exchange(gc_comm_t comm, void *mine, char *mapped[GC_MAX_LOCAL_RANKS],
                             int peer_ok[GC_MAX_LOCAL_RANKS]) {
-  ipc_export_t me = {0}, all[GC_MAX_LOCAL_RANKS];
-  me.ok = cudaIpcGetMemHandle(&me.handle, mine) == cudaSuccess;
-  if (!me.ok) (void)cudaGetLastError();
+  ipc_export_t me, all[GC_MAX_LOCAL_RANKS];
+  memset(&me, 0, sizeof me);
+  me.failed = mine == NULL;
+  me.ok = mine && cudaIpcGetMemHandle(&me.handle, mine) == cudaSuccess;
+  if (mine && !me.ok) (void)cudaGetLastError();
   if (cudaDeviceGetPCIBusId(me.pci_bus_id, sizeof me.pci_bus_id, comm->device) != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(me.pci_bus_id, sizeof me.pci_bus_id, "device-%d", comm->device);
   }
   GC_CHECK(gc__boot_local_allgather(comm, &me, all, sizeof me));
+  for (int p = 0; p < comm->local_size; p++) /* a rank that failed reports its own error */
+    if (all[p].failed)
+      return me.failed ? GC_ERR_REMOTE : GC_FAIL(comm, GC_ERR_REMOTE, "local rank %d failed to allocate its memory", p);
   for (int p = 0; p < comm->local_size; p++) {
     mapped[p] = NULL;
     peer_ok[p] = 0;
@@ -69,50 +78,61 @@ static void unmap(gc_comm_t comm, char *mapped[GC_MAX_LOCAL_RANKS]) {
     if (p != comm->local_rank && mapped[p]) cudaIpcCloseMemHandle(mapped[p]);
 }
 
+/* This rank's part: one allocation of signals, the push area, the LL area (all-ones: nothing has
+ * arrived), then staging; and the mapped host word where kernels record errors. */
+static gc_result_t transport_alloc(gc_comm_t comm, size_t bytes, size_t sig_bytes, size_t ll_at, char **base) {
+  gc__transport_t *tp = &comm->tp;
+  GC_CUDA_CHECK(comm, cudaMalloc((void **)base, gc__whole_pages(bytes)));
+  GC_CUDA_CHECK(comm, cudaMemset(*base, 0, sig_bytes));
+  GC_CUDA_CHECK(comm, cudaMemset(*base + ll_at, 0xFF, (GC_LL_BYTES + 255) & ~(size_t)255));
+  GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
+  GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));
+  *tp->error_host = 0;
+  GC_CUDA_CHECK(comm, cudaHostGetDevicePointer((void **)&tp->error_dev, tp->error_host, 0));
+  return GC_SUCCESS;
+}
+
 gc_result_t gc__transport_init(gc_comm_t comm) {
   gc__transport_t *tp = &comm->tp;
   int n = comm->local_size;
-  /* Peer-to-peer kernels serve one node of 1..8 GPUs with every rank on a GPU. */
-  int eligible = comm->all_gpu && comm->node_count == 1 && n <= GC_MAX_LOCAL_RANKS;
-  int all_eligible = eligible;
-  GC_CHECK(gc__boot_min_int(comm, &all_eligible));
-  if (!all_eligible) {
+  /* Peer-to-peer kernels serve one node of 1..8 GPUs with every rank on a GPU (all agreed). */
+  if (!comm->all_gpu || comm->node_count != 1 || n > GC_MAX_LOCAL_RANKS) {
     GC_INFO(GC_SUB_P2P, "peer-to-peer kernels off (all_gpu=%d nodes=%d local_size=%d)", comm->all_gpu,
             comm->node_count, n);
     return GC_SUCCESS;
   }
 
   size_t staging = comm->tp.staging_bytes;
-  /* One allocation per rank: signals, the push area, the LL area, then staging; one IPC handle.
-   * The LL area starts all-ones: nothing has arrived. */
   size_t sig_bytes = (sizeof(gc_ksignals_t) + 255) & ~(size_t)255;
   size_t push_bytes = (sizeof(gc_kpush_t) + 255) & ~(size_t)255;
   size_t ll_bytes = (GC_LL_BYTES + 255) & ~(size_t)255;
   char *base = NULL;
-  GC_CUDA_CHECK(comm, cudaMalloc((void **)&base, gc__whole_pages(sig_bytes + push_bytes + ll_bytes + staging)));
-  GC_CUDA_CHECK(comm, cudaMemset(base, 0, sig_bytes));
-  GC_CUDA_CHECK(comm, cudaMemset(base + sig_bytes + push_bytes, 0xFF, ll_bytes));
-  GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
-
+  gc_result_t mine = transport_alloc(comm, sig_bytes + push_bytes + ll_bytes + staging, sig_bytes,
+                                     sig_bytes + push_bytes, &base);
   char *mapped[GC_MAX_LOCAL_RANKS];
   int ok[GC_MAX_LOCAL_RANKS];
-  gc_result_t r = exchange(comm, base, mapped, ok);
-  if (r != GC_SUCCESS) {
-    cudaFree(base);
-    return r;
-  }
-  int all_ok = 1;
-  for (int p = 0; p < n; p++) {
+  gc_result_t r = exchange(comm, mine == GC_SUCCESS ? base : NULL, mapped, ok);
+  const int opened = r == GC_SUCCESS;
+  int everyone = 1;
+  for (int p = 0; opened && p < n; p++) {
     comm->peer_access[p] = ok[p];
-    all_ok &= ok[p];
+    everyone &= ok[p];
   }
-  int everyone = all_ok;
-  GC_CHECK(gc__boot_min_int(comm, &everyone));
-  if (!everyone) {
-    GC_INFO(GC_SUB_P2P, "some pair of GPUs cannot map each other: MPI path for device buffers");
-    unmap(comm, mapped);
+  if (opened) r = gc__boot_min_int(comm, &everyone);
+  /* Grids and clusters are sized from these, identically on every rank: the least over the GPUs
+   * (a node may mix GPU models). */
+  int sms = comm->sm_count, cc = comm->cc_major;
+  if (r == GC_SUCCESS && everyone) r = gc__boot_local_min_int(comm, &sms);
+  if (r == GC_SUCCESS && everyone) r = gc__boot_local_min_int(comm, &cc);
+  if (mine != GC_SUCCESS || r != GC_SUCCESS || !everyone) {
+    if (mine == GC_SUCCESS && r == GC_SUCCESS)
+      GC_INFO(GC_SUB_P2P, "some pair of GPUs cannot map each other: MPI path for device buffers");
+    if (opened) unmap(comm, mapped);
     cudaFree(base);
-    return GC_SUCCESS;
+    if (tp->error_host) cudaFreeHost(tp->error_host);
+    tp->error_host = NULL;
+    tp->error_dev = NULL;
+    return mine != GC_SUCCESS ? mine : r;
   }
   for (int p = 0; p < n; p++) {
     tp->signals[p] = (uint32_t *)mapped[p];
@@ -120,10 +140,8 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
     tp->ll[p] = (unsigned char *)mapped[p] + sig_bytes + push_bytes;
     tp->staging[p] = mapped[p] + sig_bytes + push_bytes + ll_bytes;
   }
-
-  GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));
-  *tp->error_host = 0;
-  GC_CUDA_CHECK(comm, cudaHostGetDevicePointer((void **)&tp->error_dev, tp->error_host, 0));
+  comm->sm_count = sms;
+  comm->cc_major = cc;
   tp->timeout_ns = (uint64_t)comm->timeout_ms * 1000000ull;
   comm->p2p_ready = 1;
   GC_INFO(GC_SUB_P2P, "peer-to-peer ready: %d GPUs, %zu staging bytes each", n, staging);
@@ -156,46 +174,57 @@ bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
   return false;
 }
 
-/* gc_mem_alloc: collective; on a peer-to-peer communicator every rank maps every other's buffer. */
-static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
-  GC_CHECK(gc__comm_check(comm));
+/* This rank's part of a gc_mem_alloc buffer, in a new record. */
+static gc_result_t mem_alloc_mine(gc_comm_t comm, size_t bytes, void **out, gc__symmetric_t **made) {
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: out is NULL");
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: bytes is 0");
+  if (bytes > GC_MAX_ALLOC_BYTES)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: %zu bytes is more than any GPU holds", bytes);
   gc__symmetric_t *s = calloc(1, sizeof *s);
   if (!s) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_mem_alloc: out of host memory");
   s->bytes = bytes;
-  if (comm->device < 0) {
-    s->base[comm->local_rank] = malloc(bytes);
-    if (!s->base[comm->local_rank]) {
-      free(s);
-      return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_mem_alloc: malloc(%zu) failed", bytes);
-    }
-  } else {
-    s->device = true;
-    /* Round up so every rank's buffer ends on a 16-byte pack boundary (and from 2 MB up, on a
-     * page: gc__whole_pages). */
-    cudaError_t e = cudaMalloc((void **)&s->base[comm->local_rank], gc__whole_pages((bytes + 255) & ~(size_t)255));
-    if (e != cudaSuccess) {
-      free(s);
-      return GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
-    }
-    if (comm->p2p_ready) {
-      char *mapped[GC_MAX_LOCAL_RANKS];
-      int ok[GC_MAX_LOCAL_RANKS];
-      gc_result_t r = exchange(comm, s->base[comm->local_rank], mapped, ok);
-      int all_ok = r == GC_SUCCESS;
-      for (int p = 0; all_ok && p < comm->local_size; p++) all_ok &= ok[p];
-      int everyone = all_ok;
-      if (r == GC_SUCCESS) r = gc__boot_min_int(comm, &everyone);
-      if (r != GC_SUCCESS || !everyone) {
-        if (r == GC_SUCCESS) unmap(comm, mapped);
-        cudaFree(s->base[comm->local_rank]);
-        free(s);
-        return r != GC_SUCCESS ? r : GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: a peer could not map the buffer");
-      }
-      for (int p = 0; p < comm->local_size; p++) s->base[p] = mapped[p];
-    }
+  s->device = comm->device >= 0;
+  /* On the device rounded up so every rank's buffer ends on a 16-byte pack boundary (and from
+   * 2 MB up, on a page: gc__whole_pages). */
+  cudaError_t e = cudaSuccess;
+  if (s->device) e = cudaMalloc((void **)&s->base[comm->local_rank], gc__whole_pages((bytes + 255) & ~(size_t)255));
+  else s->base[comm->local_rank] = malloc(bytes);
+  if (e != cudaSuccess || !s->base[comm->local_rank]) {
+    free(s);
+    if (e == cudaSuccess) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_mem_alloc: malloc(%zu) failed", bytes);
+    (void)cudaGetLastError();
+    return GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
   }
+  *made = s;
+  return GC_SUCCESS;
+}
+
+/* gc_mem_alloc: collective; on a peer-to-peer communicator every rank maps every other's buffer,
+ * and a rank that could not allocate tells its peers (every rank then fails). */
+static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
+  GC_CHECK(gc__comm_check(comm));
+  gc__symmetric_t *s = NULL;
+  gc_result_t mine = mem_alloc_mine(comm, bytes, out, &s);
+  if (comm->p2p_ready) {
+    char *mapped[GC_MAX_LOCAL_RANKS];
+    int ok[GC_MAX_LOCAL_RANKS];
+    gc_result_t r = exchange(comm, s ? s->base[comm->local_rank] : NULL, mapped, ok);
+    const int opened = r == GC_SUCCESS;
+    int everyone = 1;
+    for (int p = 0; opened && p < comm->local_size; p++) everyone &= ok[p];
+    if (opened) r = gc__boot_min_int(comm, &everyone);
+    if (mine == GC_SUCCESS && r == GC_SUCCESS && !everyone)
+      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: a peer could not map the buffer");
+    if (mine == GC_SUCCESS && r != GC_SUCCESS) {
+      if (opened) unmap(comm, mapped);
+      cudaFree(s->base[comm->local_rank]);
+      free(s);
+      return r;
+    }
+    if (mine == GC_SUCCESS)
+      for (int p = 0; p < comm->local_size; p++) s->base[p] = mapped[p];
+  }
+  GC_CHECK(mine);
   s->next = comm->symmetric;
   comm->symmetric = s;
   *out = s->base[comm->local_rank];

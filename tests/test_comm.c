@@ -69,6 +69,76 @@ static void test_init_variants(void) {
   CU_ASSERT_EQUAL(gc_comm_init(&untouched, MPI_COMM_NULL, NULL), GC_ERR_INVALID_ARGUMENT);
 }
 
+/* A rank whose setup fails alone (here a staging area too large to round up) fails at once, and
+ * its peers with GC_ERR_REMOTE, not after waiting for it (GC_ERR_TIMEOUT, 5 s here). Sizes
+ * that rounding would wrap are refused. */
+static void test_init_fails_on_every_rank(void) {
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = gc_test_on_gpu;
+  cfg.timeout_ms = 5000;
+  if (gc_test_rank == gc_test_size - 1) cfg.staging_bytes = SIZE_MAX - 4095;
+  gc_comm_t c = NULL;
+  const double t0 = MPI_Wtime();
+  gc_result_t r = gc_comm_init(&c, MPI_COMM_WORLD, &cfg);
+  const double took = MPI_Wtime() - t0;
+  if (gc_test_rank == gc_test_size - 1) {
+    CU_ASSERT_EQUAL(r, GC_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "staging_bytes"));
+  } else {
+    CU_ASSERT_EQUAL(r, GC_ERR_REMOTE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "another rank failed"));
+  }
+  CU_ASSERT(took < 4.0);
+  CU_ASSERT_PTR_NULL(c);
+  if (r == GC_SUCCESS) gc_comm_destroy(c);
+
+  void *p = (void *)1;
+  CU_ASSERT_EQUAL(gc_buffer_alloc(gc_test_comm, SIZE_MAX, gc_test_on_gpu, &p), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "more than any"));
+  CU_ASSERT_EQUAL(gc_mem_alloc(gc_test_comm, SIZE_MAX - 100, &p), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "more than any"));
+  CU_ASSERT(p == (void *)1);
+
+  /* gc_mem_alloc failing on one rank only (it asks for 128 TB): that rank reports its CUDA error,
+   * the others GC_ERR_REMOTE, at once; the communicator then still works. */
+  int ready = 0;
+  GC_TEST_OK(gc_comm_p2p_ready(gc_test_comm, &ready));
+  if (!ready) return;
+  const int last = gc_test_rank == gc_test_size - 1;
+  const double t1 = MPI_Wtime();
+  r = gc_mem_alloc(gc_test_comm, last ? (size_t)1 << 47 : (size_t)1 << 20, &p);
+  CU_ASSERT_EQUAL(r, last ? GC_ERR_CUDA : GC_ERR_REMOTE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), last ? "cudaMalloc" : "failed to allocate"));
+  CU_ASSERT(MPI_Wtime() - t1 < 10.0);
+  CU_ASSERT(p == (void *)1);
+  GC_TEST_OK(gc_mem_alloc(gc_test_comm, 4096, &p));
+  GC_TEST_OK(gc_mem_free(gc_test_comm, p));
+}
+
+/* One rank without its GPU (use_gpu 0) beside ranks with theirs: every rank's init succeeds (no
+ * peer-to-peer kernels then), and a collective on each rank's host buffers is right. */
+static void test_rank_without_gpu(void) {
+  if (!gc_test_on_gpu || gc_test_size < 2) {
+    gc_test_note("a rank without its GPU needs 2+ ranks on GPUs; skipped");
+    return;
+  }
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = gc_test_rank != gc_test_size - 1;
+  cfg.timeout_ms = 5000;
+  gc_comm_t c = NULL;
+  gc_result_t r = gc_comm_init(&c, MPI_COMM_WORLD, &cfg);
+  if (r != GC_SUCCESS) fprintf(stderr, "[rank %d] gc_comm_init: %s\n", gc_test_rank, gc_comm_last_error(NULL));
+  CU_ASSERT_EQUAL_FATAL(gc_test_all(r == GC_SUCCESS), 1);
+  int ready = 1;
+  GC_TEST_OK(gc_comm_p2p_ready(c, &ready));
+  CU_ASSERT_EQUAL(ready, 0);
+  float in[3] = {1.0f, 2.0f, (float)gc_test_rank}, out[3] = {0};
+  GC_TEST_OK(gc_allreduce(in, out, 3, GC_FLOAT32, GC_SUM, c, NULL));
+  CU_ASSERT(out[0] == (float)gc_test_size && out[1] == 2.0f * (float)gc_test_size &&
+            out[2] == (float)(gc_test_size * (gc_test_size - 1) / 2));
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
 /* GC_LOCAL_SIZE (here via the config) splits one host into nodes: 2 ranks per "node". */
 static void test_local_size_override(void) {
   if (gc_test_size < 2 || gc_test_size % 2) {
@@ -177,6 +247,8 @@ void gc_test_suite_comm(void) {
   static const gc_test_case_t tests[] = {
       {"queries", test_queries},
       {"init variants", test_init_variants},
+      {"init fails on every rank", test_init_fails_on_every_rank},
+      {"a rank without its GPU", test_rank_without_gpu},
       {"local size override", test_local_size_override},
       {"params and version", test_params_and_version},
       {"multimem refused", test_multimem_refused},

@@ -71,7 +71,7 @@ typedef struct {
   gc_dtype_t dtype, out_dtype; /* out_dtype GC_DTYPE_SAME: dtype */
   gc_op_t op;
   size_t count;                /* recvcount (reduce-scatter + all-reduce) or sendcount */
-  int in_place, with_add;
+  int in_place, with_add;      /* with_add 2: the add vector is the output (a residual in place) */
   double scale;
 } mixed_case_t;
 
@@ -87,10 +87,18 @@ static void *make_add(const mixed_case_t *c, int salt, void **host) {
   return add;
 }
 
+/* with_add 2: the add vector's values moved into `out` (the output, of the add's dtype), which
+ * becomes the add vector; make_add's buffer is freed. */
+static void *residual_in_place(void *add, void *out, const mixed_case_t *c, int salt) {
+  gc_test_free(add);
+  gc_test_fill(out, c->count, c->dtype, -1, salt + 7);
+  return out;
+}
+
 static void case_name(char *what, size_t size, const char *op_name, const mixed_case_t *c) {
   snprintf(what, size, "%s L=%d %s %s -> %s count %zu%s%s scale %g", op_name, c->L, gc_dtype_name(c->dtype),
            gc_op_name(c->op), gc_dtype_name(c->out_dtype == GC_DTYPE_SAME ? c->dtype : c->out_dtype), c->count,
-           c->in_place ? " in place" : "", c->with_add ? " add" : "", c->scale);
+           c->in_place ? " in place" : "", c->with_add == 2 ? " add = output" : c->with_add ? " add" : "", c->scale);
 }
 
 static gc_options_t case_options(const mixed_case_t *c, const void *add) {
@@ -122,6 +130,7 @@ static int run_rs_ar(gc_comm_t comm, const mixed_case_t *c) {
   gc_test_fill(send, (size_t)L * n, dt, gc_test_rank, salt);
   char *recv = c->in_place ? send + (size_t)lr * n * isz : gc_test_alloc(n * osz + GUARD);
   void *add_host = NULL, *add = c->with_add ? make_add(c, salt, &add_host) : NULL;
+  if (c->with_add == 2) add = residual_in_place(add, recv, c, salt);
   gc_options_t o = case_options(c, add);
   int ok = finished(comm, gc_reducescatter_allreduce(send, recv, n, dt, c->op, comm, NULL, &o), what);
   char *out = malloc(n * osz + GUARD);
@@ -138,7 +147,7 @@ static int run_rs_ar(gc_comm_t comm, const mixed_case_t *c) {
   }
   free(out);
   free(add_host);
-  if (add) gc_test_free(add);
+  if (add && add != recv) gc_test_free(add);
   if (!c->in_place) gc_test_free(recv);
   gc_test_free(send);
   return ok;
@@ -156,6 +165,8 @@ static int run_ar_ag(gc_comm_t comm, const mixed_case_t *c) {
   char *send = c->in_place ? recv + (size_t)lr * n * osz : gc_test_alloc(n * isz);
   gc_test_fill(send, n, dt, gc_test_rank, salt);
   void *add_host = NULL, *add = c->with_add ? make_add(c, salt, &add_host) : NULL;
+  char *mine = recv + (size_t)lr * n * osz;
+  if (c->with_add == 2) add = residual_in_place(add, mine, c, salt);
   gc_options_t o = case_options(c, add);
   int ok = finished(comm, gc_allreduce_allgather(send, recv, n, dt, c->op, comm, NULL, &o), what);
   char *out = malloc((size_t)L * n * osz + GUARD);
@@ -173,7 +184,7 @@ static int run_ar_ag(gc_comm_t comm, const mixed_case_t *c) {
   }
   free(out);
   free(add_host);
-  if (add) gc_test_free(add);
+  if (add && add != mine) gc_test_free(add);
   if (!c->in_place) gc_test_free(send);
   gc_test_free(recv);
   return ok;
@@ -211,6 +222,10 @@ static void sweep(mixed_run_t run) {
         {Ls[k], GC_FLOAT16, GC_FLOAT32, GC_AVG, 1001, 0, 1, 2.0},
         {Ls[k], GC_FLOAT32, GC_BFLOAT16, GC_SUM, 1001, 0, 1, 0.25},
         {Ls[k], GC_INT64, GC_DTYPE_SAME, GC_AVG, 1001, 0, 1, 1.0},
+        /* the add vector is the output: a residual added in place */
+        {Ls[k], GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 1001, 0, 2, 1.0},
+        {Ls[k], GC_INT32, GC_DTYPE_SAME, GC_SUM, 4099, 0, 2, 1.0},
+        {Ls[k], GC_BFLOAT16, GC_DTYPE_SAME, GC_SUM, 1001, 0, 2, 0.5},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) ok &= run(comm, &more[i]);
     CU_ASSERT_TRUE(gc_test_all(ok));

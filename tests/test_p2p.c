@@ -438,6 +438,16 @@ static void test_copyengine_allreduce(void) {
     check_allreduce(c, "copyengine staged u8 min, 1 element", eager, plain, 1, GC_UINT8, GC_MIN, &o, salt++);
     check_allreduce(c, "copyengine staged unaligned f16", (char *)eager + 2, (char *)plain + 6, n - 16, GC_FLOAT16,
                     GC_SUM, &o, salt++);
+    /* A residual added in place on rank 0 only (the others add a copy of it) from a plain input:
+     * the same form on every rank all the same (by reads, rank 0 sets its residual aside). */
+    void *copy = gc_test_alloc(n * 2);
+    gc_test_fill(b, n, GC_BFLOAT16, -1, 897);
+    gc_test_fill(copy, n, GC_BFLOAT16, -1, 897);
+    o.add = gc_test_rank == 0 ? b : copy;
+    check_allreduce(c, "copyengine bf16 residual in place on rank 0 only", eager, b, n, GC_BFLOAT16, GC_SUM, &o,
+                    salt++);
+    o.add = NULL;
+    gc_test_free(copy);
     gc_test_free(eager);
     o.scale = 0.5;
     o.add = add;

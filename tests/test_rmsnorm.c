@@ -26,6 +26,7 @@ typedef struct {
   int symmetric;       /* sendbuf from gc_mem_alloc */
   size_t off;          /* elements every pointer sits past its allocation's start */
   int max_blocks;      /* options.max_blocks; 0 = the library's choice */
+  size_t skew;         /* elements gamma, residual and residual_out sit further on odd ranks */
 } rn_case_t;
 
 static int salt_counter = 7000;
@@ -58,32 +59,34 @@ static int run_case(gc_comm_t comm, const rn_case_t *c, int replays) {
   const gc_dtype_t dt = c->dtype, ft = c->out_dtype;
   const size_t es = gc_dtype_size(dt), count = c->rows * c->cols, off = c->off;
   char what[200];
-  snprintf(what, sizeof what, "rmsnorm %s->%s %zu x %zu residual %d offset %g%s algo %s%s off %zu max_blocks %d%s",
+  snprintf(what, sizeof what,
+           "rmsnorm %s->%s %zu x %zu residual %d offset %g%s algo %s%s off %zu skew %zu max_blocks %d%s",
            gc_dtype_name(dt), gc_dtype_name(ft), c->rows, c->cols, c->residual, c->weight_offset,
-           c->bounded ? " bounded" : "", gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off,
+           c->bounded ? " bounded" : "", gc_algo_name(c->algo), c->symmetric ? " gc_mem_alloc" : "", off, c->skew,
            c->max_blocks, replays ? " graph" : "");
+  const size_t aoff = off + (gc_test_rank % 2 ? c->skew : 0); /* gamma's, residual's, residual_out's */
 
   /* inputs: this rank's rows, and the shared gamma and residual (rank -1) */
   char *send_base = gc_test_alloc_as(c->symmetric, (off + count) * es);
   char *send = send_base + off * es;
   gc_test_fill(send, count, dt, gc_test_rank, salt);
-  char *gamma_base = gc_test_alloc((off + c->cols) * es), *gamma = gamma_base + off * es;
+  char *gamma_base = gc_test_alloc((aoff + c->cols) * es), *gamma = gamma_base + aoff * es;
   gc_test_fill(gamma, c->cols, dt, -1, aux_salt);
   const int has_res = c->residual == RES_SEPARATE || c->residual == RES_IN_PLACE || c->residual == RES_NOT_KEPT;
   const int keeps_x = c->residual == RES_SEPARATE || c->residual == RES_IN_PLACE || c->residual == RES_ONLY_OUT;
   char *res_base = NULL, *res = NULL, *xout_base = NULL, *xout = NULL;
   if (has_res) {
-    res_base = gc_test_alloc((off + count) * es + GUARD);
-    gc_test_poison(res_base, (off + count) * es + GUARD);
-    res = res_base + off * es;
+    res_base = gc_test_alloc((aoff + count) * es + GUARD);
+    gc_test_poison(res_base, (aoff + count) * es + GUARD);
+    res = res_base + aoff * es;
     gc_test_fill(res, count, dt, -1, salt);
   }
   if (c->residual == RES_IN_PLACE) {
     xout = res;
   } else if (keeps_x) {
-    xout_base = gc_test_alloc((off + count) * es + GUARD);
-    gc_test_poison(xout_base, (off + count) * es + GUARD);
-    xout = xout_base + off * es;
+    xout_base = gc_test_alloc((aoff + count) * es + GUARD);
+    gc_test_poison(xout_base, (aoff + count) * es + GUARD);
+    xout = xout_base + aoff * es;
   }
   /* outputs, poisoned, with a guard after each */
   char *out_base = gc_test_alloc(off + count + GUARD), *out = out_base + off;
@@ -218,7 +221,7 @@ static void test_shapes(void) {
     for (int f = 0; f < 2; f++)
       for (int s = 0; s < 5; s++, k++) {
         rn_case_t c = {in_types[d], f ? GC_FP8_E5M2 : GC_FP8_E4M3, shapes[s][0], shapes[s][1], k % 5, (float)(k % 2),
-                       k % 3 == 0, GC_ALGO_AUTO, 0, (size_t)(k % 4 == 1), 0};
+                       k % 3 == 0, GC_ALGO_AUTO, 0, (size_t)(k % 4 == 1), 0, 0};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -238,7 +241,7 @@ static void test_algorithms(void) {
       for (int v = 0; v < (a == 0 ? 2 : 4); v++) { /* LL: whole 16-byte packs (below: the refusal) */
         rn_case_t c = {in_types[d], v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, v < 2 ? 33 : 4, v < 2 ? 4096 : 12289,
                        v == 0 ? RES_IN_PLACE : v == 1 ? RES_NOT_KEPT : RES_SEPARATE, v == 3 ? 1.0f : 0.0f, v == 2,
-                       algos[a], v >= 2 && algos[a] != GC_ALGO_MPI, (size_t)(v == 3 ? 3 : 0), 0};
+                       algos[a], v >= 2 && algos[a] != GC_ALGO_MPI, (size_t)(v == 3 ? 3 : 0), 0, 0};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -254,7 +257,7 @@ static void test_chunks(void) {
   gc_comm_t small = NULL;
   GC_TEST_OK(gc_comm_init(&small, MPI_COMM_WORLD, &cfg));
   int bad = 0;
-  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0};
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 256, 8192, RES_NONE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0, 0};
   bad += !run_case(small, &c, 0);
   c.algo = GC_ALGO_TWOSHOT; /* 63 rows a chunk: uneven shares */
   bad += !run_case(small, &c, 0);
@@ -291,7 +294,7 @@ static void test_chunks(void) {
 static void test_graph(void) {
   if (!gc_test_peer_gpus("rmsnorm graph replay", 1)) return;
   int bad = 0;
-  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0};
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0, 0};
   bad += !run_case(gc_test_comm, &c, 3);
   c.algo = GC_ALGO_TWOSHOT; /* fused two-shot */
   c.residual = RES_NOT_KEPT;
@@ -311,7 +314,7 @@ static void test_cluster_rows(void) {
   for (int a = 0; a < 3; a++)
     for (int d = 0; d < 2; d++) {
       rn_case_t c = {d ? GC_FLOAT32 : GC_BFLOAT16, GC_FP8_E4M3, 50, 8192, a == 2 ? RES_NONE : RES_SEPARATE, 0.0f,
-                     0, algos[a], 1, 0, 16};
+                     0, algos[a], 1, 0, 16, 0};
       bad += !run_case(gc_test_comm, &c, 0);
     }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -336,7 +339,7 @@ static void test_odd_widths(void) {
     for (int a = 0; a < 2; a++)
       for (int v = 0; v < 4; v++) { /* plain or gc_mem_alloc input, at offset 0 or 1 */
         rn_case_t c = {shapes[s].dtype, v & 1 ? GC_FP8_E5M2 : GC_FP8_E4M3, shapes[s].rows, shapes[s].cols,
-                       residuals[v], 0.0f, 0, a ? GC_ALGO_TWOSHOT_PUSH : GC_ALGO_AUTO, v & 1, (size_t)(v >= 2), 0};
+                       residuals[v], 0.0f, 0, a ? GC_ALGO_TWOSHOT_PUSH : GC_ALGO_AUTO, v & 1, (size_t)(v >= 2), 0, 0};
         bad += !run_case(gc_test_comm, &c, 0);
       }
   CU_ASSERT(gc_test_all(bad == 0));
@@ -349,12 +352,12 @@ static void test_odd_widths(void) {
 static void test_full_shared_rows(void) {
   if (!gc_test_peer_gpus("rmsnorm rows that fill shared memory", 1)) return;
   static const rn_case_t cases[] = {
-      {GC_BFLOAT16, GC_FP8_E4M3, 64, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 1, 0, 0},
-      {GC_FLOAT32, GC_FP8_E5M2, 64, 12288, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0},
-      {GC_BFLOAT16, GC_FP8_E4M3, 70, 24567, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0},
-      {GC_BFLOAT16, GC_FP8_E5M2, 130, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_TWOSHOT, 0, 0, 0},
-      {GC_FLOAT16, GC_FP8_E4M3, 70, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0},
-      {GC_BFLOAT16, GC_FP8_E5M2, 5, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_AUTO, 0, 0, 0}};
+      {GC_BFLOAT16, GC_FP8_E4M3, 64, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 1, 0, 0, 0},
+      {GC_FLOAT32, GC_FP8_E5M2, 64, 12288, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E4M3, 70, 24567, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E5M2, 130, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_TWOSHOT, 0, 0, 0, 0},
+      {GC_FLOAT16, GC_FP8_E4M3, 70, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0, 0},
+      {GC_BFLOAT16, GC_FP8_E5M2, 5, 24576, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_AUTO, 0, 0, 0, 0}};
   int bad = 0;
   for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
     const rn_case_t *c = &cases[k];
@@ -362,6 +365,25 @@ static void test_full_shared_rows(void) {
     if (c->algo == GC_ALGO_ONESHOT_LL && bytes > GC_LL_GEN_BYTES / (size_t)gc_test_size) continue;
     bad += !run_case(gc_test_comm, c, k == 1 ? 2 : 0); /* one under graph capture */
   }
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
+/* gamma, residual and residual_out at other alignments on odd ranks than on even ones (each
+ * rank's own memory): every rank must still take the same kernel and grid, or they wait for each
+ * other until GC_TIMEOUT_MS. The barrier-free kernel (LL: x in residual_out and in shared memory),
+ * the one-shot, and the two-shot with plain and gc_mem_alloc inputs and rows over clusters. */
+static void test_skewed_ranks(void) {
+  if (!gc_test_peer_gpus("rmsnorm pointers aligned differently on each rank", 1)) return;
+  static const rn_case_t cases[] = {
+      {GC_BFLOAT16, GC_FP8_E4M3, 8, 4096, RES_SEPARATE, 0.0f, 0, GC_ALGO_AUTO, 0, 0, 0, 1},
+      {GC_FLOAT16, GC_FP8_E5M2, 8, 4096, RES_NOT_KEPT, 1.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0, 3},
+      {GC_FLOAT32, GC_FP8_E4M3, 70, 2048, RES_IN_PLACE, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0, 1},
+      {GC_BFLOAT16, GC_FP8_E4M3, 16, 8192, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT, 0, 0, 0, 5},
+      {GC_BFLOAT16, GC_FP8_E4M3, 32, 1032, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_TWOSHOT, 0, 0, 0, 1},
+      {GC_FLOAT32, GC_FP8_E5M2, 130, 4096, RES_NOT_KEPT, 0.0f, 0, GC_ALGO_TWOSHOT, 1, 0, 0, 2},
+      {GC_BFLOAT16, GC_FP8_E4M3, 33, 8192, RES_NONE, 0.0f, 0, GC_ALGO_TWOSHOT, 1, 0, 0, 7}};
+  int bad = 0;
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) bad += !run_case(gc_test_comm, &cases[k], 0);
   CU_ASSERT(gc_test_all(bad == 0));
 }
 
@@ -408,7 +430,7 @@ static void test_timeout(void) {
       gc_result_t r = gc_comm_destroy(c);
       CU_ASSERT(r == GC_SUCCESS || (gc_test_rank == 0 && r == GC_ERR_TIMEOUT));
     }
-  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 1, 8192, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0};
+  rn_case_t c = {GC_BFLOAT16, GC_FP8_E4M3, 1, 8192, RES_SEPARATE, 0.0f, 0, GC_ALGO_ONESHOT_LL, 0, 0, 0, 0};
   CU_ASSERT(gc_test_all(run_case(gc_test_comm, &c, 0)));
 }
 
@@ -501,6 +523,7 @@ void gc_test_suite_rmsnorm(void) {
       {"rmsnorm clusters over several rows", test_cluster_rows},
       {"rmsnorm odd widths and offsets", test_odd_widths},
       {"rmsnorm rows that fill shared memory", test_full_shared_rows},
+      {"rmsnorm pointers aligned differently on each rank", test_skewed_ranks},
       {"rmsnorm forced timeout", test_timeout},
       {"rmsnorm bad arguments", test_errors},
       {NULL, NULL},

@@ -273,7 +273,8 @@ GC_API gc_result_t gc_broadcast_ex(const void *sendbuf, void *recvbuf, size_t co
  * runs the peer-to-peer kernels where they can (options.algo, max_blocks and pdl steer it); the
  * part across nodes runs on MPI, so a call returns with its stream synchronized, and cannot be
  * captured into a CUDA graph (one node: no MPI part, and capture works where the collective's
- * does). The first call of a communicator sets up its node and cross groups (collective, as
+ * does, but for gc_allreduce_allgather with an epilogue, whose one-rank all-reduce runs on the
+ * MPI path). The first call of a communicator sets up its node and cross groups (collective, as
  * every call is). Nodes of different sizes: GC_ERR_UNSUPPORTED.
  *
  * gc_reducescatter_allreduce: sendbuf holds L * recvcount elements; recvbuf receives block
@@ -311,6 +312,8 @@ GC_API gc_result_t gc_allreduce_allgather(const void *sendbuf, void *recvbuf, si
  * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
  * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
  * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
+ * residual and residual_out are given on every rank or on none; any pointer may sit at any
+ * alignment, not necessarily the same on every rank.
  * options: algo (ONESHOT_LL: one fused kernel without barriers, every rank writing its rows into
  * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count; ONESHOT: one
  * fused kernel that reads every rank's rows after a barrier; TWOSHOT: without residual_out one
