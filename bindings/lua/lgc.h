@@ -29,6 +29,7 @@ typedef struct lgc_comm {
   int rank, size, device;
   lgc_buffer_t *buffers;   /* owning buffers still allocated; close() frees them */
   lgc_nccl_t *nccls;       /* NCCL communicators opened from it; close() closes them */
+  int busy;                /* time() or compare() is calling back into Lua: close() refuses */
 } lgc_comm_t;
 
 struct lgc_buffer {
@@ -39,6 +40,7 @@ struct lgc_buffer {
   size_t count;               /* elements */
   gc_dtype_t dtype;
   lgc_kind_t kind;
+  int busy;                   /* owning buffers: compare() is calling back into Lua; free() refuses */
   lgc_buffer_t *prev, *next;  /* in comm->buffers, owning buffers only */
 };
 

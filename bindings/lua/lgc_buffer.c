@@ -101,15 +101,25 @@ static int make_buffer(lua_State *L, lgc_kind_t kind) {
 int lgc_comm_buffer(lua_State *L) { return make_buffer(L, LGC_DEVICE); }
 int lgc_comm_symmetric(lua_State *L) { return make_buffer(L, LGC_SYMMETRIC); }
 
+/* compare() reads the buffer while its reference function runs: that function must not free it.
+ * (__gc cannot run then: the buffer is on the stack; __close can.) */
+static void check_idle(lua_State *L, const lgc_buffer_t *b) {
+  if (b->busy) luaL_error(L, "cannot free the buffer inside its own compare() callback");
+}
+
 static int b_free(lua_State *L) {
   lgc_buffer_t *b = luaL_checkudata(L, 1, LGC_BUFFER);
   if (b->root != b) return luaL_argerror(L, 1, "a view cannot be freed; free the buffer it looks into");
+  check_idle(L, b);
   return lgc_ok(L, b->comm, buffer_release(L, b));
 }
 
-static int b_gc(lua_State *L) {
+static int b_gc(lua_State *L) { /* __gc and __close */
   lgc_buffer_t *b = luaL_checkudata(L, 1, LGC_BUFFER);
-  if (b->root == b) buffer_release(L, b);
+  if (b->root == b) {
+    check_idle(L, b);
+    buffer_release(L, b);
+  }
   return 0;
 }
 
@@ -174,7 +184,13 @@ static gc_result_t host_open(lgc_buffer_t *b, size_t n, int load_it, hostview_t 
   h->p = malloc(bytes ? bytes : 1);
   if (h->p == NULL) return GC_ERR_SYSTEM;
   h->owned = 1;
-  return load_it && bytes ? gc_memcpy(b->comm->comm, h->p, lgc_ptr(b), bytes) : GC_SUCCESS;
+  gc_result_t rc = load_it && bytes ? gc_memcpy(b->comm->comm, h->p, lgc_ptr(b), bytes) : GC_SUCCESS;
+  if (rc != GC_SUCCESS) { /* the callers only close views they opened */
+    free(h->p);
+    h->p = NULL;
+    h->owned = 0;
+  }
+  return rc;
 }
 
 /* Writes a host copy back (store_it) and releases it. */
@@ -313,13 +329,22 @@ static int b_copy_from(lua_State *L) {
                                 (lua_Integer)n));
   lgc_comm_t *blame = d->comm;
   gc_result_t rc = lgc_quiesce(d->comm);
-  if (rc == GC_SUCCESS && s->comm != d->comm) rc = lgc_quiesce(s->comm);
+  if (rc == GC_SUCCESS && s->comm != d->comm) {
+    blame = s->comm;
+    rc = lgc_quiesce(s->comm);
+  }
   if (rc == GC_SUCCESS && d->dtype == s->dtype) {
-    if (n) rc = gc_memcpy(d->comm->comm, lgc_ptr(d), lgc_ptr(s), n * gc_dtype_size(d->dtype));
+    /* A host-only communicator copies with memmove, which cannot reach device memory: copy
+     * through the one with a GPU when either has one. */
+    blame = d->comm->device >= 0 ? d->comm : s->comm;
+    if (n) rc = gc_memcpy(blame->comm, lgc_ptr(d), lgc_ptr(s), n * gc_dtype_size(d->dtype));
   } else if (rc == GC_SUCCESS) {
     rc = host_combine(d, s, n, NULL, &blame);
   }
-  if (rc == GC_SUCCESS) rc = lgc_quiesce(d->comm);
+  if (rc == GC_SUCCESS) {
+    blame = d->comm;
+    rc = lgc_quiesce(d->comm);
+  }
   return lgc_self(L, blame, rc);
 }
 
@@ -386,28 +411,28 @@ static int b_compare(lua_State *L) {
     host_close(b, n, 0, &hb);
     return lgc_fail(L, r->comm, rc);
   }
-  size_t wrong = 0, first = 0;
+  size_t wrong = 0, first = 0, i;
   double maxerr = 0;
-  for (size_t i = 0; i < n; i++) {
+  int raised = 0;
+  /* hb.p may be b's own memory: the reference function must not free b or close its comm. */
+  b->root->busy++;
+  b->comm->busy++;
+  for (i = 0; i < n; i++) {
     double x = gc_element_get(hb.p, i, b->dtype), e;
     if (r) {
       e = gc_element_get(hr.p, i, r->dtype);
     } else {
       lua_pushvalue(L, 2);
       lua_pushinteger(L, (lua_Integer)i + 1);
-      /* A raising reference function must not leak the host copies. */
+      /* A raising reference function must not leak the host copies (nor leave b busy). */
       if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-        host_close(b, n, 0, &hb);
-        return lua_error(L);
+        raised = 1;
+        break;
       }
       int isnum = 0;
       e = lua_tonumberx(L, -1, &isnum);
       lua_pop(L, 1);
-      if (!isnum) {
-        host_close(b, n, 0, &hb);
-        return luaL_error(L, "compare: the reference function returned a non-number for index %I",
-                          (lua_Integer)i + 1);
-      }
+      if (!isnum) break;
     }
     int ok = (isnan(x) && isnan(e)) || x == e || fabs(x - e) <= atol + rtol * fabs(e);
     if (!ok) {
@@ -418,8 +443,14 @@ static int b_compare(lua_State *L) {
       maxerr = fabs(x - e);
     }
   }
+  b->root->busy--;
+  b->comm->busy--;
   host_close(b, n, 0, &hb);
   if (r) host_close(r, n, 0, &hr);
+  if (raised) return lua_error(L);
+  if (i < n)
+    return luaL_error(L, "compare: the reference function returned a non-number for index %I",
+                      (lua_Integer)i + 1);
   lua_pushinteger(L, (lua_Integer)wrong);
   if (wrong)
     lua_pushinteger(L, (lua_Integer)first);

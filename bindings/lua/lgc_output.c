@@ -1,4 +1,5 @@
 /* lgc_output.c — results out of Lua: aligned table (rank 0), CSV, JSON, a progress bar. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,20 +49,75 @@ static void sink_result(sink_t *s) {
   lua_settop(L, s->t);
 }
 
+/* A column format goes to snprintf, so it must be text around exactly one conversion for a
+ * number (no %s or %n, no '*', no length modifier): flags, width and precision of at most 2
+ * digits each (as string.format), then d i o u x X c (given an integer) or f F e E g G a A (a
+ * float); "%%" is a literal %. Returns 'i' or 'f' and the conversion character's offset in *conv,
+ * or 0 when fmt is not such a format. */
+static int format_kind(const char *fmt, size_t *conv) {
+  int kind = 0;
+  for (const char *p = fmt; *p; p++) {
+    if (*p != '%') continue;
+    if (p[1] == '%') {
+      p++;
+      continue;
+    }
+    if (kind) return 0; /* a second conversion */
+    p += 1 + strspn(p + 1, "-+ #0");
+    for (int i = 0; i < 2 && isdigit((unsigned char)*p); i++) p++;
+    if (*p == '.') {
+      p++;
+      for (int i = 0; i < 2 && isdigit((unsigned char)*p); i++) p++;
+    }
+    if (*p != '\0' && strchr("diouxXc", *p))
+      kind = 'i';
+    else if (*p != '\0' && strchr("fFeEgGaA", *p))
+      kind = 'f';
+    else
+      return 0;
+    *conv = (size_t)(p - fmt);
+  }
+  return kind;
+}
+
+/* Pushes the number at idx formatted with a format that format_kind accepted. Integer
+ * conversions take it as a long long (byte counts pass 2^31), %c as an int. */
+static void push_formatted(lua_State *L, int idx, const char *fmt, const char *name) {
+  size_t conv = 0;
+  char buf[64];
+  if (format_kind(fmt, &conv) == 'f') {
+    snprintf(buf, sizeof buf, fmt, (double)lua_tonumber(L, idx));
+  } else {
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, idx, &isint);
+    if (!isint)
+      luaL_error(L, "column '%s': format '%s' needs an integer, got %f", name, fmt,
+                 lua_tonumber(L, idx));
+    if (fmt[conv] == 'c') {
+      snprintf(buf, sizeof buf, fmt, (int)v);
+    } else {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      luaL_addlstring(&b, fmt, conv);
+      luaL_addstring(&b, "ll");
+      luaL_addstring(&b, fmt + conv);
+      luaL_pushresult(&b);
+      snprintf(buf, sizeof buf, lua_tostring(L, -1), (long long)v);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pushstring(L, buf);
+}
+
 /* Numbers print the way a results table wants them: integers whole, floats with 2 decimals
- * from 1 up (times in us, GB/s), 3 significant digits below. */
-static void push_cell(lua_State *L, int idx, const char *fmt) {
+ * from 1 up (times in us, GB/s), 3 significant digits below; or with the column's format. */
+static void push_cell(lua_State *L, int idx, const char *fmt, const char *name) {
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
   case LUA_TNIL: lua_pushliteral(L, "-"); break;
   case LUA_TNUMBER:
     if (fmt) {
-      char buf[64];
-      if (strpbrk(fmt, "diouxXc")) /* an integer format: give it an integer */
-        snprintf(buf, sizeof buf, fmt, (int)lua_tonumber(L, idx));
-      else
-        snprintf(buf, sizeof buf, fmt, lua_tonumber(L, idx));
-      lua_pushstring(L, buf);
+      push_formatted(L, idx, fmt, name);
     } else if (lua_isinteger(L, idx)) {
       lua_pushfstring(L, "%I", lua_tointeger(L, idx));
     } else {
@@ -87,7 +143,11 @@ static const char *column(lua_State *L, int cols, int j) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "column %d must be a name or {name, format}", j);
-  if (fmt && strchr(fmt, '%') == NULL) luaL_error(L, "column %d: format '%s' has no %%", j, fmt);
+  size_t conv;
+  if (fmt && !format_kind(fmt, &conv))
+    luaL_error(L, "column '%s': bad format '%s' (it needs one conversion of d i o u x X c or f F e E "
+               "g G a A, with flags, width and precision of up to 2 digits; %%%% for a literal %%)",
+               lua_tostring(L, -1), fmt);
   return fmt;
 }
 
@@ -143,9 +203,10 @@ static int l_table(lua_State *L) {
     lua_createtable(L, nc, 0);
     for (int j = 1; j <= nc; j++) {
       const char *fmt = column(L, cols, j);
+      const char *name = lua_tostring(L, -1); /* stays valid: the columns table holds it */
       lua_gettable(L, -3);
       if (lua_type(L, -1) == LUA_TNUMBER) right[j] = 1;
-      push_cell(L, -1, fmt);
+      push_cell(L, -1, fmt, name);
       lua_remove(L, -2);
       size_t w = lua_rawlen(L, -1);
       if (w > width[j]) width[j] = w;
@@ -305,11 +366,14 @@ static int sort_keys_cmp(lua_State *L) { /* numbers before strings, each in orde
   return 1;
 }
 
-/* Encodes the value at the top of the stack (left there). */
+/* Encodes the value at the top of the stack (left there). Each level of nesting holds a few
+ * stack slots (the value, an object's sorted keys and key), beyond the LUA_MINSTACK a C
+ * function is given: every level makes room for itself. */
 static void json_value(sink_t *s, int depth) {
   lua_State *L = s->L;
   int v = lua_gettop(L);
   if (depth > 64) luaL_error(L, "json: nesting deeper than 64 (a cycle?)");
+  luaL_checkstack(L, 8, "json: nesting too deep");
   switch (lua_type(L, v)) {
   case LUA_TNIL: sink_str(s, "null"); break;
   case LUA_TBOOLEAN: sink_str(s, lua_toboolean(L, v) ? "true" : "false"); break;

@@ -1,4 +1,5 @@
 /* lgpucoll.c — the gpucoll Lua module: communicators, collectives, timing, NCCL, module table. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,14 +206,16 @@ lgc_comm_t *lgc_checkcomm(lua_State *L, int idx) {
   return c;
 }
 
-/* An integer option (booleans read as 0/1) of the options table at argument t. */
-static int opt_int(lua_State *L, int t, const char *key, int def) {
+/* An integer option (booleans read as 0/1) of the options table at argument t, in lo..INT_MAX
+ * (an int: larger values must not wrap). */
+static int opt_int(lua_State *L, int t, const char *key, int def, int lo) {
   int v = def;
   if (lua_getfield(L, t, key) != LUA_TNIL) {
-    if (lua_isboolean(L, -1))
-      v = lua_toboolean(L, -1);
-    else
-      v = (int)opt_integer_at(L, -1, t, key);
+    lua_Integer i = lua_isboolean(L, -1) ? lua_toboolean(L, -1) : opt_integer_at(L, -1, t, key);
+    if (i < lo || i > INT_MAX)
+      luaL_argerror(L, t,
+                    lua_pushfstring(L, "option '%s' must be between %d and %d", key, lo, INT_MAX));
+    v = (int)i;
   }
   lua_pop(L, 1);
   return v;
@@ -227,16 +230,16 @@ static int l_comm(lua_State *L) {
   if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
     check_keys(L, 1, keys);
-    cfg.device = opt_int(L, 1, "device", cfg.device);
-    cfg.use_gpu = opt_int(L, 1, "use_gpu", cfg.use_gpu);
-    cfg.local_size = opt_int(L, 1, "local_size", cfg.local_size);
+    cfg.device = opt_int(L, 1, "device", cfg.device, INT_MIN);
+    cfg.use_gpu = opt_int(L, 1, "use_gpu", cfg.use_gpu, INT_MIN);
+    cfg.local_size = opt_int(L, 1, "local_size", cfg.local_size, INT_MIN);
     if (lua_getfield(L, 1, "staging_bytes") != LUA_TNIL) { /* a size: 2 GB and more must not wrap */
       lua_Integer v = opt_integer_at(L, -1, 1, "staging_bytes");
       if (v < 0) luaL_argerror(L, 1, "option 'staging_bytes' must not be negative");
       cfg.staging_bytes = (size_t)v;
     }
     lua_pop(L, 1);
-    cfg.timeout_ms = opt_int(L, 1, "timeout_ms", cfg.timeout_ms);
+    cfg.timeout_ms = opt_int(L, 1, "timeout_ms", cfg.timeout_ms, INT_MIN);
   }
   lgc_comm_t *c = lua_newuserdatauv(L, sizeof *c, 0);
   memset(c, 0, sizeof *c);
@@ -277,13 +280,23 @@ static gc_result_t comm_release(lua_State *L, lgc_comm_t *c) {
   return rc;
 }
 
+/* A callback of gc_time or compare() must not destroy the communicator under the C code that
+ * called it. (__gc cannot run then: the object is on the stack; __close can.) */
+static void check_idle(lua_State *L, lgc_comm_t *c) {
+  if (c->busy)
+    luaL_error(L, "cannot close the communicator inside a time() or compare() callback that uses it");
+}
+
 static int m_close(lua_State *L) {
   lgc_comm_t *c = luaL_checkudata(L, 1, LGC_COMM);
+  check_idle(L, c);
   return lgc_ok(L, NULL, comm_release(L, c));
 }
 
-static int m_gc(lua_State *L) {
-  comm_release(L, luaL_checkudata(L, 1, LGC_COMM));
+static int m_gc(lua_State *L) { /* __gc and __close */
+  lgc_comm_t *c = luaL_checkudata(L, 1, LGC_COMM);
+  check_idle(L, c);
+  comm_release(L, c);
   return 0;
 }
 
@@ -416,10 +429,11 @@ static int m_index(lua_State *L) {
  *   reducescatter_allreduce  recvcount = #send // L   recv holds recvcount
  *   allreduce_allgather      sendcount = #send        recv holds L * sendcount
  * (L: the communicator's local_size, the ranks of a node.) In place when send and recv are the
- * same buffer: for reduce-scatter the rank's slice of it is the output, for all-gather the rank's
- * slice is the input (NCCL's in-place layout); the mixed operations alike, with the slice of the
- * rank's local rank. The add option holds as many elements as the output, but sendcount for
- * allreduce_allgather (it applies to the all-reduce, before the gather).
+ * same buffer: for reduce-scatter the rank's slice of it is the output (2-D: axis 0 only, the
+ * rank's rows), for all-gather the rank's slice is the input (NCCL's in-place layout); the mixed
+ * operations alike, with the slice of the rank's local rank. The add option holds as many
+ * elements as the output, but sendcount for allreduce_allgather (it applies to the all-reduce,
+ * before the gather).
  * ------------------------------------------------------------------------------------------- */
 typedef enum {
   C_ALLREDUCE, C_REDUCESCATTER, C_RS2D, C_ALLGATHER, C_BROADCAST, /* nccl_coll's order */
@@ -454,7 +468,8 @@ static void parse_launch_opts(lua_State *L, int oi, gc_options_t *o, void **stre
   lua_pop(L, 1);
   if (lua_getfield(L, oi, "max_blocks") != LUA_TNIL) {
     lua_Integer mb = opt_integer_at(L, -1, oi, "max_blocks");
-    luaL_argcheck(L, mb >= 0, oi, "max_blocks must be >= 0");
+    luaL_argcheck(L, mb >= 0 && mb <= INT_MAX, oi,
+                  lua_pushfstring(L, "max_blocks must be between 0 and %d", INT_MAX));
     o->max_blocks = (int)mb;
   }
   lua_pop(L, 1);
@@ -592,7 +607,15 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
     need(L, 2, send, call->rows * call->cols, "send");
     gc_partition(call->axis == 0 ? call->rows : call->cols, c->size, c->rank, &off, &len);
     outcount = call->axis == 0 ? len * call->cols : call->rows * len;
-    if (!inplace) need(L, 3, recv, outcount, "recv");
+    if (inplace) {
+      /* The library's in-place layout is recv == this rank's rows of send; it has none for
+       * columns. Refused alike on every rank, so that none enters the collective alone. */
+      if (call->axis != 0)
+        luaL_argerror(L, 3, "in place needs axis 0 (no in-place layout for columns)");
+      call->recv = (char *)lgc_ptr(send) + off * call->cols * es;
+    } else {
+      need(L, 3, recv, outcount, "recv");
+    }
     break;
   }
   case C_ALLGATHER:
@@ -775,14 +798,12 @@ static int m_time(lua_State *L) {
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
     check_keys(L, 3, keys);
-    warmup = opt_int(L, 3, "warmup", warmup);
-    iters = opt_int(L, 3, "iters", iters);
-    graph = opt_int(L, 3, "graph", graph);
+    warmup = opt_int(L, 3, "warmup", warmup, 0);
+    iters = opt_int(L, 3, "iters", iters, 1);
+    graph = opt_int(L, 3, "graph", graph, INT_MIN);
     if (lua_getfield(L, 3, "stream") != LUA_TNIL) stream = stream_at(L, -1, 3);
     lua_pop(L, 1);
   }
-  luaL_argcheck(L, warmup >= 0, 3, "warmup must be >= 0");
-  luaL_argcheck(L, iters >= 1, 3, "iters must be >= 1");
   lua_settop(L, 3);
   timed_t t = {L, 2, LUA_NOREF, 0, GC_SUCCESS};
   double us = 0;
@@ -790,7 +811,9 @@ static int m_time(lua_State *L) {
    * graph capture would invalidate it, and collector pauses would land in the timed loop. */
   int gc_was_running = lua_gc(L, LUA_GCISRUNNING);
   lua_gc(L, LUA_GCSTOP);
+  c->busy++; /* fn may not close c inside gc_time */
   gc_result_t rc = gc_time(c->comm, timed_call, &t, stream, warmup, iters, graph, &us);
+  c->busy--;
   if (gc_was_running) lua_gc(L, LUA_GCRESTART);
   if (t.err_ref != LUA_NOREF) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t.err_ref);
@@ -945,7 +968,8 @@ static int l_partition(lua_State *L) {
   lua_Integer total = luaL_checkinteger(L, 1), parts = luaL_checkinteger(L, 2);
   lua_Integer index = luaL_checkinteger(L, 3);
   luaL_argcheck(L, total >= 0, 1, "total must be >= 0");
-  luaL_argcheck(L, parts >= 1, 2, "parts must be >= 1");
+  luaL_argcheck(L, parts >= 1 && parts <= INT_MAX, 2,
+                lua_pushfstring(L, "parts must be between 1 and %d", INT_MAX));
   luaL_argcheck(L, index >= 0 && index < parts, 3, "index out of range");
   size_t off, len;
   gc_partition((size_t)total, (int)parts, (int)index, &off, &len);

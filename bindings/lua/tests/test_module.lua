@@ -53,6 +53,8 @@ test("module fields", function()
   eq(off, 8)
   eq(len, 2)
   raises("index out of range", gpucoll.partition, 10, 4, 4)
+  -- 2^32 + 1 parts must not wrap to 1 part (where index 5 is then out of range)
+  raises("parts must be between 1 and 2147483647", gpucoll.partition, 10, (1 << 32) + 1, 5)
   assert(gpucoll.params():find("GC_TIMEOUT_MS"), "params table")
   assert(gpucoll.strerror("GC_ERR_TIMEOUT"):find("GC_TIMEOUT_MS"))
 end)
@@ -79,6 +81,7 @@ test("comm fields and methods", function()
   end
   assert(comm:sync())
   raises("unknown option 'devices'", gpucoll.comm, { devices = 0 })
+  raises("option 'timeout_ms' must be between", gpucoll.comm, { timeout_ms = (1 << 32) + 1000 })
 end)
 
 test("buffer basics", function()
@@ -194,6 +197,21 @@ test("fill, poison, copy_from, accumulate", function()
   x:accumulate(y, "min")
   eq(x:get(2), 2.0, "min")
   raises("accumulate takes", x.accumulate, x, y, "avg")
+end)
+
+test("copy_from between a host-only and a GPU communicator", function()
+  -- Only a GPU run has both kinds (gpu=1 makes sure every rank has a GPU); elsewhere every
+  -- communicator is host-only and there is nothing to mix.
+  if host_only then return end
+  local hc <close> = assert(gpucoll.comm { use_gpu = false })
+  eq(hc.device, -1, "use_gpu = false is host-only")
+  local dev <close> = comm:buffer(100, "float32", "device"):fill(7)
+  local h <close> = hc:buffer(100, "float32", "host"):poison()
+  h:copy_from(dev) -- the destination's communicator cannot reach device memory
+  eq((h:compare(dev, { rtol = 0, atol = 0 })), 0, "device -> host-only")
+  h:fill(8)
+  dev:poison():copy_from(h)
+  eq((dev:compare(h, { rtol = 0, atol = 0 })), 0, "host-only -> device")
 end)
 
 test("compare", function()
@@ -318,7 +336,8 @@ test("collective argument errors raise", function()
   raises("bad argument #%d+ to .-option 'op': unknown op 'mean'", comm.allreduce, comm, a, a, { op = "mean" })
   raises("unknown algo 'threeshot'", comm.allreduce, comm, a, a, { algo = "threeshot" })
   raises("unknown option 'algos'", comm.allreduce, comm, a, a, { algos = "auto" })
-  raises("max_blocks must be >= 0", comm.allreduce, comm, a, a, { max_blocks = -1 })
+  raises("max_blocks must be between 0 and 2147483647", comm.allreduce, comm, a, a, { max_blocks = -1 })
+  raises("max_blocks must be between 0 and 2147483647", comm.allreduce, comm, a, a, { max_blocks = (1 << 32) + 1 })
   raises("option 'max_blocks' must be an integer", comm.allreduce, comm, a, a, { max_blocks = 1.5 })
   raises("option 'scale' must be a number", comm.allreduce, comm, a, a, { scale = "x" })
   raises("option 'out_dtype': unknown dtype 'float7'", comm.allreduce, comm, a, a, { out_dtype = "float7" })
@@ -387,6 +406,20 @@ test("reducescatter_2d", function()
   end
 end)
 
+test("reducescatter_2d in place", function()
+  -- Uneven rows: every rank but 0 has its part away from the start of the buffer.
+  local rows, cols = 2 * size + 1, 3
+  local factor = size * (size + 1) / 2
+  local buf <close> = comm:buffer(rows * cols, "float64", where)
+  for i = 1, rows * cols do buf:set(i, (rank + 1) * i) end
+  local off, len = gpucoll.partition(rows, size, rank)
+  assert(comm:reducescatter_2d(buf, buf, rows, cols, 0))
+  local mine <close> = comm:buffer(len * cols, "float64", "host"):copy_from(buf:offset(off * cols), len * cols)
+  eq((mine:compare(function(i) return factor * (off * cols + i) end)), 0, "axis 0 in place")
+  -- The library has no in-place layout for columns: refused on every rank alike.
+  raises("in place needs axis 0", comm.reducescatter_2d, comm, buf, buf, rows, cols, 1)
+end)
+
 test("allgather", function()
   local sc = 29
   local send <close> = comm:buffer(sc, "bfloat16", where):fill(300 + rank)
@@ -448,8 +481,39 @@ test("time", function()
   fails("GC_ERR_UNSUPPORTED", comm:time(function(s) return comm:allreduce(e4, e4, { stream = s }) end,
                                              { warmup = 0, iters = 1, graph = false }))
   raises("inside timed", comm.time, comm, function() error("inside timed") end, { graph = false })
-  raises("iters must be >= 1", comm.time, comm, function() end, { iters = 0 })
+  raises("option 'iters' must be between 1 and 2147483647", comm.time, comm, function() end, { iters = 0 })
+  -- 2^32 + 1 must not wrap to 1 iteration
+  raises("option 'iters' must be between 1 and 2147483647", comm.time, comm, function() end,
+         { iters = (1 << 32) + 1, graph = false })
+  raises("option 'warmup' must be between 0 and 2147483647", comm.time, comm, function() end,
+         { warmup = -1 })
   raises("unknown option 'iter'", comm.time, comm, function() end, { iter = 3 })
+end)
+
+test("callbacks cannot free what C is using", function()
+  local b <close> = comm:buffer(8, "float64", "host"):fill(1)
+  raises("cannot free the buffer inside its own compare%(%) callback", b.compare, b,
+         function() b:free() return 0 end)
+  eq(b.freed, false, "still allocated")
+  raises("cannot free the buffer inside its own compare%(%) callback", b.compare, b,
+         function() local _ <close> = b return 0 end)
+  eq(b.freed, false, "still allocated after __close")
+  local v = b:offset(2)
+  raises("cannot free the buffer inside its own compare%(%) callback", v.compare, v,
+         function() b:free() return 0 end)
+  eq((b:compare(function(i) return b:get(i) end)), 0, "compare reads its own buffer")
+  -- A second communicator: close() is collective, and every rank tries alike.
+  local c2 = assert(gpucoll.comm { use_gpu = use_gpu })
+  local opts = { warmup = 0, iters = 1, graph = false }
+  raises("cannot close the communicator inside", c2.time, c2, function() c2:close() end, opts)
+  raises("cannot close the communicator inside", c2.time, c2,
+         function() local _ <close> = c2 end, opts)
+  eq(c2.closed, false, "still open")
+  local cb <close> = c2:buffer(4, "float32", "host"):fill(2)
+  raises("cannot close the communicator inside", cb.compare, cb, function() c2:close() return 0 end)
+  eq(cb.freed, false, "still allocated")
+  assert(c2:time(function() end, opts), "usable afterwards")
+  assert(c2:close())
 end)
 
 test("table output", function()
@@ -467,6 +531,24 @@ test("table output", function()
   local auto = gpucoll.table({ { b = 1, a = "z" } })
   eq(auto, "a  b\n-  -\nz  1\n", "columns from sorted keys")
   raises("row 1 is not a table", gpucoll.table, { 5 }, { "a" })
+end)
+
+test("table column formats", function()
+  local function cell(v, f) return gpucoll.table({ { x = v } }, { { "x", f } }):match("\n[^\n]*\n(.-)\n$") end
+  eq(cell(3.14159, "%.1f us"), "3.1 us", "a 'u' after the conversion is text")
+  eq(cell(42.4, "%.0f%%"), "42%", "%% is a literal %")
+  eq(cell(1 << 40, "%d"), "1099511627776", "integers are not cut to 32 bits")
+  eq(cell(255, "%#06x"), "0x00ff", "flags and width")
+  eq(cell(65, "%c"), "A")
+  eq(cell(7, "%5.2e"), "7.00e+00", "an integer in a float format")
+  eq(cell(2.0, "%d"), "2", "a float with an integer value")
+  eq(cell(nil, "%d"), "-", "nil")
+  eq(cell("txt", "%d"), "txt", "text is not formatted")
+  raises("column 'x': format '%%d' needs an integer, got 2.5", gpucoll.table, { { x = 2.5 } }, { { "x", "%d" } })
+  for _, bad in ipairs { "%s", "%n", "%p", "%ld", "%lf", "%*d", "%.*f", "%100d", "%d and %d", "%", "x%", "us", "%%" } do
+    raises("column 'x': bad format '" .. bad:gsub("%p", "%%%0") .. "'", gpucoll.table, { { x = 1 } }, { { "x", bad } })
+  end
+  raises("column 'y': bad format '%%s'", gpucoll.csv, nil, { { x = 1, y = 2 } }, { "x", { "y", "%s" } })
 end)
 
 test("csv output", function()
@@ -502,6 +584,33 @@ test("json output", function()
     f:close()
     os.remove(path)
   end
+end)
+
+test("json nesting", function()
+  -- Cycles through arrays and objects, from a coroutine (a small stack of its own): each level
+  -- holds stack slots, far more than the 20 a C function is given.
+  local arr, obj, mixed = {}, {}, {}
+  arr[1] = arr
+  obj.k = obj
+  mixed[1] = { k = mixed }
+  for round = 1, 20 do
+    for _, v in ipairs { arr, obj, mixed } do
+      local ok, err = coroutine.wrap(function() return pcall(gpucoll.json, nil, v) end)()
+      eq(ok, false, "a cycle fails")
+      assert(tostring(err):find("nesting deeper than 64"), err)
+    end
+    collectgarbage()
+  end
+  -- 64 levels below the top are fine.
+  local deep = {}
+  local t = deep
+  for _ = 1, 63 do
+    t[1] = {}
+    t = t[1]
+  end
+  t[1] = 1
+  local text = coroutine.wrap(function() return gpucoll.json(nil, deep) end)()
+  eq(text, string.rep("[", 64) .. "1" .. string.rep("]", 64) .. "\n", "64 levels")
 end)
 
 test("progress", function()
