@@ -18,33 +18,23 @@
 
 #include "gpucoll.h"
 
-/* The result-code typemap reports the message of the communicator the failed call was given.
- * The `check` typemap of every `gc_comm_t comm` argument records it here for the duration of one
- * wrapped call (the typemap of the result clears it); thread-local because Python threads and
- * Go's OS threads may be inside different communicators at once. */
-enum { GCSWIG_NO_COMM = 0, GCSWIG_HAVE_COMM = 1, GCSWIG_GONE_COMM = 2 };
-static _Thread_local gc_comm_t gcswig_comm;
-static _Thread_local int gcswig_comm_state;
+/* The result-code typemap reports the message of the communicator the failed call was given, or
+ * the thread's (gc_comm_last_error(NULL)) when it was given none. The `check` typemap of a
+ * `gc_comm_t comm` argument records it, and every wrapper's %exception code takes the record right
+ * after the call, whatever the call returns, so no record outlives its call. Thread-local because
+ * Python threads and Go's OS threads may be inside different communicators at once; one wrapped
+ * call runs on one thread. */
+static _Thread_local gc_comm_t gcswig_comm;      /* recorded by the `check` typemap */
+static _Thread_local gc_comm_t gcswig_call_comm; /* the comm of the call just made, or NULL */
 
-static void gcswig_set_comm(gc_comm_t comm) {
-  gcswig_comm = comm;
-  gcswig_comm_state = GCSWIG_HAVE_COMM;
-}
-
-static void gcswig_clear(void) {
+static void gcswig_take_comm(void) {
+  gcswig_call_comm = gcswig_comm;
   gcswig_comm = NULL;
-  gcswig_comm_state = GCSWIG_NO_COMM;
 }
 
-/* The detailed message of failure `rc` of the call being wrapped; resets the recorded comm. */
+/* The detailed message of failure `rc` of the call being wrapped. */
 static const char *gcswig_message(gc_result_t rc) {
-  const char *msg = "";
-  if (gcswig_comm_state == GCSWIG_HAVE_COMM)
-    msg = gc_comm_last_error(gcswig_comm);
-  else if (gcswig_comm_state == GCSWIG_NO_COMM)
-    msg = gc_comm_last_error(NULL); /* failures outside a communicator: the thread's slot */
-  /* GCSWIG_GONE_COMM: the communicator may be freed; only the code's own sentence is safe. */
-  gcswig_clear();
+  const char *msg = gc_comm_last_error(gcswig_call_comm); /* NULL: the thread's slot */
   if (msg == NULL || msg[0] == '\0') return gc_strerror(rc);
   {
     /* The library may lead with the code's name; the bindings print it once themselves. */
@@ -55,12 +45,18 @@ static const char *gcswig_message(gc_result_t rc) {
   return msg;
 }
 
-/* "fn: GC_ERR_X: message" into buf; returns the message (taken once: gcswig_message resets). */
+/* "fn: GC_ERR_X: message" into buf; returns the message. */
 static const char *gcswig_format(char *buf, size_t len, gc_result_t rc, const char *fn) {
   const char *msg = gcswig_message(rc);
   snprintf(buf, len, "%s: %s: %s", fn, gc_result_name(rc), msg);
   return msg;
 }
+%}
+
+/* Every wrapper, before its result is converted: the recorded comm becomes this call's. */
+%exception %{
+  $action
+  gcswig_take_comm();
 %}
 
 /* ---------------------------------------------------------------------------------------------
@@ -151,9 +147,10 @@ static MPI_Fint gcswig_world(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Every `gc_comm_t comm` argument is recorded for the result typemap (see gcswig_set_comm).
+ * Every `gc_comm_t comm` argument is recorded for the result typemap, and every wrapped call takes
+ * the record (see gcswig_take_comm).
  * ------------------------------------------------------------------------------------------- */
-%typemap(check) gc_comm_t comm %{ gcswig_set_comm($1); %}
+%typemap(check) gc_comm_t comm %{ gcswig_comm = $1; %}
 
 /* ============================================================================================= */
 #if defined(SWIGPYTHON)
@@ -280,7 +277,6 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
     gcswig_py_raise($1, "$symname");
     SWIG_fail;
   }
-  gcswig_clear();
   $result = SWIG_Py_Void();
 }
 
@@ -326,15 +322,10 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 /* "" on success, else "<code number> fn: GC_ERR_X: message" for the Go side to parse. */
 static _Thread_local char gcswig_go_text[1400]; /* copied into a Go string before the call returns */
 static const char *gcswig_go_result(gc_result_t rc, const char *fn) {
-  if (rc == GC_SUCCESS) {
-    gcswig_clear();
-    return "";
-  }
-  {
-    char msg[1300];
-    gcswig_format(msg, sizeof msg, rc, fn);
-    snprintf(gcswig_go_text, sizeof gcswig_go_text, "%d %s", (int)rc, msg);
-  }
+  char msg[1300];
+  if (rc == GC_SUCCESS) return "";
+  gcswig_format(msg, sizeof msg, rc, fn);
+  snprintf(gcswig_go_text, sizeof gcswig_go_text, "%d %s", (int)rc, msg);
   return gcswig_go_text;
 }
 %}
@@ -420,7 +411,6 @@ GCSWIG_GO_OUT(gc_comm_t, uintptr, gc_comm_t *out)
     Tcl_SetErrorCode(interp, "GPUCOLL", gc_result_name($1), (char *)NULL);
     SWIG_fail;
   }
-  gcswig_clear();
   Tcl_SetObjResult(interp, Tcl_NewListObj(0, NULL));
 }
 
@@ -466,16 +456,13 @@ static size_t gcswig_addr_int(int *a) { return (size_t)(uintptr_t)a; }
 %}
 #endif
 
-/* gc_comm_destroy may free the communicator even when it fails, so its failure message is not read
- * back from it: this wrapper takes the handle under another name (no `check` typemap) and marks it. */
+/* gc_comm_destroy frees a live communicator even when it fails, so its failure message is read from
+ * the thread's slot (errors.c copies every message there), not through a handle whose address a
+ * new communicator may reuse: this wrapper takes it under another name, which `check` skips. */
 %ignore gc_comm_destroy;
 %rename(gc_comm_destroy) gcswig_comm_destroy;
 %inline %{
-static gc_result_t gcswig_comm_destroy(gc_comm_t handle) {
-  gc_result_t rc = gc_comm_destroy(handle);
-  gcswig_comm_state = GCSWIG_GONE_COMM;
-  return rc;
-}
+static gc_result_t gcswig_comm_destroy(gc_comm_t handle) { return gc_comm_destroy(handle); }
 %}
 
 /* gc_allreduce_rmsnorm_fp8's scales (float *) is an output array like any buffer: an integer

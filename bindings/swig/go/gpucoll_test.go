@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"gpucoll.dev/gpucoll/internal/raw"
 )
 
 var comm *Comm
@@ -365,6 +368,51 @@ func TestErrors(t *testing.T) {
 	closed := &Comm{}
 	if err := AllReduce(closed, buf, buf, Sum); !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" {
 		t.Fatalf("closed comm: got %v", err)
+	}
+}
+
+// A failing call without a communicator, after calls that took one but return no result code
+// (AlgoTable, gc_comm_last_error), reports its own message. The OS thread is locked so that every
+// call runs on one thread, where a stale record of the communicator would be found.
+func TestErrorWithoutCommIsItsOwn(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]float32, 8)
+	if err := Broadcast(comm, buf, buf, comm.Size()+3); err == nil { // leaves a message in comm's slot
+		t.Fatal("a bad root was accepted")
+	}
+	if comm.AlgoTable() == "" {
+		t.Fatal("empty algo table")
+	}
+	var e *Error
+	err := raw.Gc_op_from_name("xor", []int32{0})
+	if !errors.As(err, &e) || !strings.Contains(e.Message, "gc_op_from_name: GC_ERR_INVALID_ARGUMENT: unknown op 'xor'") {
+		t.Fatalf("bad op name: got %v", err)
+	}
+	raw.Gc_comm_last_error(comm.h)
+	cfg := raw.NewGc_config_t()
+	defer raw.DeleteGc_config_t(cfg)
+	cfg.SetVersion(0) // refused before any communication, alike on every rank
+	err = raw.Gc_comm_init_f([]uintptr{0}, raw.Gcswig_world(), cfg)
+	if !errors.As(err, &e) || !strings.Contains(e.Message, "gc_comm_init_f: GC_ERR_INVALID_ARGUMENT: gc_config_t.version is 0") {
+		t.Fatalf("config version 0: got %v", err)
+	}
+}
+
+// A failed destroy carries the library's message, not only the code's sentence.
+func TestDestroyErrorMessage(t *testing.T) {
+	c, err := NewComm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.h
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var e *Error
+	err = raw.Gc_comm_destroy(h) // no longer live: refused, nothing freed twice
+	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" || !strings.Contains(e.Message, "not a live communicator") {
+		t.Fatalf("second destroy: got %v", err)
 	}
 }
 

@@ -57,7 +57,21 @@ if {[lindex $::errorCode 0] ne "GPUCOLL" || [lindex $::errorCode 1] ne "GC_ERR_I
 }
 if {![string match "gc_broadcast: GC_ERR_INVALID_ARGUMENT: *" $msg]} { fail "message is '$msg'" }
 
+# A failure without a communicator, after a call that took one but returns no result code,
+# reports its own message, not the communicator's.
+gpucoll::gc_comm_algo_table $comm
+if {![catch {gpucoll::gc_op_from_name xor} msg] ||
+    ![string match "gc_op_from_name: GC_ERR_INVALID_ARGUMENT: unknown op 'xor'*" $msg]} {
+  fail "a bad op name gave '$msg'"
+}
+
 foreach a [list $send $recv $mine $all] { gpucoll::delete_doubleArray $a }
 gpucoll::gc_comm_destroy $comm
-puts "rank $rank of $size: tcl all-reduce, all-gather, broadcast and error OK"
+# Destroying it again fails with the library's message (the handle is no longer live).
+if {![catch {gpucoll::gc_comm_destroy $comm} msg] ||
+    ![string match "gc_comm_destroy: GC_ERR_INVALID_USAGE: *not a live communicator*" $msg]} {
+  puts stderr "rank $rank: FAIL: a second destroy gave '$msg'"
+  exit 1
+}
+puts "rank $rank of $size: tcl all-reduce, all-gather, broadcast and errors OK"
 exit 0

@@ -302,6 +302,36 @@ def test_library_error_raises_subclass_with_code_and_message(comm):
     assert e.message and e.message in str(e) and "GC_ERR_INVALID_ARGUMENT" in str(e)
 
 
+def test_failure_without_a_comm_reports_its_own_message(comm):
+    """A failing call that takes no communicator, after calls that took one but return no result
+    code (algo_table, gc_comm_last_error), reports its own message, not that communicator's."""
+    s = gpucoll.gpucoll_swig
+    with pytest.raises(gpucoll.InvalidArgument):  # leaves a message in comm's slot
+        comm.broadcast(np.zeros(8, np.float32), root=comm.size + 3)
+    assert comm.algo_table
+    with pytest.raises(gpucoll.InvalidArgument) as info:
+        s.gc_op_from_name("xor")
+    assert "unknown op 'xor'" in info.value.message and info.value.function == "gc_op_from_name"
+    s.gc_comm_last_error(comm._h)
+    cfg = s.gc_config_t()
+    cfg.version = 0  # refused before any communication, alike on every rank
+    with pytest.raises(gpucoll.InvalidArgument) as info:
+        s.gc_comm_init_f(s.gcswig_world(), cfg)
+    assert "gc_config_t.version is 0" in info.value.message
+    assert info.value.function == "gc_comm_init_f"
+
+
+def test_failed_destroy_reports_the_library_message():
+    s = gpucoll.gpucoll_swig
+    c = gpucoll.Comm()
+    h = c._h
+    c.close()
+    with pytest.raises(gpucoll.InvalidUsage) as info:
+        s.gc_comm_destroy(h)  # a handle no longer live: refused, nothing freed twice
+    assert "not a live communicator" in info.value.message
+    assert info.value.function == "gc_comm_destroy"
+
+
 def test_overlap_is_refused_by_the_library(comm):
     buf = np.zeros(8, np.float32)
     with pytest.raises(gpucoll.InvalidArgument) as info:
