@@ -440,8 +440,7 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   // which FLAT splits as PACKS does.
   Shape shape = Shape::ELEMENTS;
   if (inputs16 && packs) shape = Shape::PACKS;
-  else if (inputs16 && m->mode == GC_KNORM_TWOSHOT && whole_packs) shape = Shape::FLAT;
-  else if (inputs16 && m->mode != GC_KNORM_TWOSHOT && (!x_shared || flat_share <= GC_KNORM_SHARED_ROW))
+  else if (inputs16 && (m->mode == GC_KNORM_TWOSHOT ? whole_packs : (!x_shared || flat_share <= GC_KNORM_SHARED_ROW)))
     shape = Shape::FLAT;
   if (shape == Shape::ELEMENTS) {  // a thread an element: as many threads as the block's share of a row
     const size_t share = (m->cols + m->parts - 1) / m->parts, threads = (share + 31) / 32 * 32;

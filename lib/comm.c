@@ -185,6 +185,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   if (state == 0) return GC_FAIL(NULL, GC_ERR_REMOTE, "another rank failed to read its parameters or set up its GPU");
   comm->all_gpu = state == 2;
   if (comm->all_gpu) GC_CHECK(gc__transport_init(comm));
+  if (comm->p2p_ready) { /* grids and clusters are sized from these: the least over the node's GPUs */
+    GC_CHECK(gc__boot_local_min_int(comm, &comm->sm_count));
+    GC_CHECK(gc__boot_local_min_int(comm, &comm->cc_major));
+  }
   GC_CHECK(gc__multimem_init(comm));
   r = gc__dispatch_describe(comm);
   const int added = r == GC_SUCCESS && live_add(comm);

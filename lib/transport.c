@@ -78,6 +78,20 @@ static void unmap(gc_comm_t comm, char *mapped[GC_MAX_LOCAL_RANKS]) {
     if (p != comm->local_rank && mapped[p]) cudaIpcCloseMemHandle(mapped[p]);
 }
 
+/* exchange, then whether every rank mapped every peer, agreed (*everyone). Unless it succeeds with
+ * *everyone, nothing stays mapped. */
+static gc_result_t map_everywhere(gc_comm_t comm, void *mine, char *mapped[GC_MAX_LOCAL_RANKS],
+                                  int peer_ok[GC_MAX_LOCAL_RANKS], int *everyone) {
+  *everyone = 0;
+  GC_CHECK(exchange(comm, mine, mapped, peer_ok));
+  int all = 1;
+  for (int p = 0; p < comm->local_size; p++) all &= peer_ok[p];
+  gc_result_t r = gc__boot_min_int(comm, &all);
+  *everyone = r == GC_SUCCESS && all;
+  if (!*everyone) unmap(comm, mapped);
+  return r;
+}
+
 /* This rank's part: one allocation of signals, the push area, the LL area (all-ones: nothing has
  * arrived), then staging; and the mapped host word where kernels record errors. */
 static gc_result_t transport_alloc(gc_comm_t comm, size_t bytes, size_t sig_bytes, size_t ll_at, char **base) {
@@ -110,24 +124,13 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
   gc_result_t mine = transport_alloc(comm, sig_bytes + push_bytes + ll_bytes + staging, sig_bytes,
                                      sig_bytes + push_bytes, &base);
   char *mapped[GC_MAX_LOCAL_RANKS];
-  int ok[GC_MAX_LOCAL_RANKS];
-  gc_result_t r = exchange(comm, mine == GC_SUCCESS ? base : NULL, mapped, ok);
-  const int opened = r == GC_SUCCESS;
-  int everyone = 1;
-  for (int p = 0; opened && p < n; p++) {
-    comm->peer_access[p] = ok[p];
-    everyone &= ok[p];
-  }
-  if (opened) r = gc__boot_min_int(comm, &everyone);
-  /* Grids and clusters are sized from these, identically on every rank: the least over the GPUs
-   * (a node may mix GPU models). */
-  int sms = comm->sm_count, cc = comm->cc_major;
-  if (r == GC_SUCCESS && everyone) r = gc__boot_local_min_int(comm, &sms);
-  if (r == GC_SUCCESS && everyone) r = gc__boot_local_min_int(comm, &cc);
+  int ok[GC_MAX_LOCAL_RANKS], everyone = 0;
+  gc_result_t r = map_everywhere(comm, mine == GC_SUCCESS ? base : NULL, mapped, ok, &everyone);
+  if (r == GC_SUCCESS)
+    for (int p = 0; p < n; p++) comm->peer_access[p] = ok[p];
   if (mine != GC_SUCCESS || r != GC_SUCCESS || !everyone) {
     if (mine == GC_SUCCESS && r == GC_SUCCESS)
       GC_INFO(GC_SUB_P2P, "some pair of GPUs cannot map each other: MPI path for device buffers");
-    if (opened) unmap(comm, mapped);
     cudaFree(base);
     if (tp->error_host) cudaFreeHost(tp->error_host);
     tp->error_host = NULL;
@@ -140,8 +143,6 @@ gc_result_t gc__transport_init(gc_comm_t comm) {
     tp->ll[p] = (unsigned char *)mapped[p] + sig_bytes + push_bytes;
     tp->staging[p] = mapped[p] + sig_bytes + push_bytes + ll_bytes;
   }
-  comm->sm_count = sms;
-  comm->cc_major = cc;
   tp->timeout_ns = (uint64_t)comm->timeout_ms * 1000000ull;
   comm->p2p_ready = 1;
   GC_INFO(GC_SUB_P2P, "peer-to-peer ready: %d GPUs, %zu staging bytes each", n, staging);
@@ -207,16 +208,11 @@ static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
   gc_result_t mine = mem_alloc_mine(comm, bytes, out, &s);
   if (comm->p2p_ready) {
     char *mapped[GC_MAX_LOCAL_RANKS];
-    int ok[GC_MAX_LOCAL_RANKS];
-    gc_result_t r = exchange(comm, s ? s->base[comm->local_rank] : NULL, mapped, ok);
-    const int opened = r == GC_SUCCESS;
-    int everyone = 1;
-    for (int p = 0; opened && p < comm->local_size; p++) everyone &= ok[p];
-    if (opened) r = gc__boot_min_int(comm, &everyone);
+    int ok[GC_MAX_LOCAL_RANKS], everyone = 0;
+    gc_result_t r = map_everywhere(comm, s ? s->base[comm->local_rank] : NULL, mapped, ok, &everyone);
     if (mine == GC_SUCCESS && r == GC_SUCCESS && !everyone)
       r = GC_FAIL(comm, GC_ERR_CUDA, "gc_mem_alloc: a peer could not map the buffer");
     if (mine == GC_SUCCESS && r != GC_SUCCESS) {
-      if (opened) unmap(comm, mapped);
       cudaFree(s->base[comm->local_rank]);
       free(s);
       return r;
