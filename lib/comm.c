@@ -235,6 +235,14 @@ gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cf
   return gc_comm_init(out, MPI_Comm_f2c(fcomm), cfg);
 }
 
+/* An agreement in the groups' setup. Its failure also leaves comm failed: the groups made so far
+ * stay until gc_comm_destroy, and no later call makes them again over them. */
+static gc_result_t groups_agree(gc_comm_t comm, int *ok) {
+  gc_result_t r = gc__boot_min_int(comm, ok);
+  if (r != GC_SUCCESS && comm->sticky == GC_SUCCESS) comm->sticky = r;
+  return r;
+}
+
 /* The groups of the mixed operations: communicators of our own, over this rank's node (L ranks, so
  * the peer-to-peer kernels serve it) and over the ranks of its local rank on every node (one rank
  * per node: MPI). Same GPU, staging and timeout as comm. */
@@ -249,7 +257,7 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
   gc_result_t r = gc_comm_init(&comm->node_group, comm->local, &cfg);
   /* Every step is agreed on (bounded waits), so no rank goes on to a collective another left. */
   int ok = r == GC_SUCCESS;
-  GC_CHECK(gc__boot_min_int(comm, &ok));
+  GC_CHECK(groups_agree(comm, &ok));
   if (ok) {
     MPI_Comm cross = MPI_COMM_NULL;
     if (MPI_Comm_split(comm->mpi, comm->local_rank, comm->rank, &cross) != MPI_SUCCESS) {
@@ -261,7 +269,7 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
       MPI_Comm_free(&cross);
     }
     ok = r == GC_SUCCESS;
-    GC_CHECK(gc__boot_min_int(comm, &ok));
+    GC_CHECK(groups_agree(comm, &ok));
   }
   gc__log_rank = comm->rank; /* the groups' setup logged with their own ranks */
   if (ok) return GC_SUCCESS;

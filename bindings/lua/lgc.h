@@ -57,6 +57,10 @@ int lgc_mpi_live(void); /* MPI is initialized and not yet finalized */
 int lgc_world_rank(void);
 gc_dtype_t lgc_checkdtype(lua_State *L, int idx);
 gc_op_t lgc_checkop(lua_State *L, int idx);
+/* Pushes field `key` of the options table at `t` and returns its type. A raw read, like the check
+ * of the table's keys: its own fields only, and no metamethod runs while a call parses its
+ * arguments (one could free a buffer the call already holds). */
+int lgc_optfield(lua_State *L, int t, const char *key);
 
 /* lgc_buffer.c */
 lgc_buffer_t *lgc_checkbuffer(lua_State *L, int idx); /* raises if not a buffer or freed */

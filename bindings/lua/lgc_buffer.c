@@ -396,8 +396,8 @@ static int b_compare(lua_State *L) {
   default_tol(b->dtype, &rtol, &atol);
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
-    if (lua_getfield(L, 3, "rtol") != LUA_TNIL) rtol = luaL_checknumber(L, -1);
-    if (lua_getfield(L, 3, "atol") != LUA_TNIL) atol = luaL_checknumber(L, -1);
+    if (lgc_optfield(L, 3, "rtol") != LUA_TNIL) rtol = luaL_checknumber(L, -1);
+    if (lgc_optfield(L, 3, "atol") != LUA_TNIL) atol = luaL_checknumber(L, -1);
     lua_pop(L, 2);
   }
   size_t n = b->count;

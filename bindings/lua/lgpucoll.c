@@ -170,6 +170,12 @@ static void *check_stream(lua_State *L, int idx) {
   return (void *)(uintptr_t)luaL_checkinteger(L, idx);
 }
 
+int lgc_optfield(lua_State *L, int t, const char *key) {
+  t = lua_absindex(L, t);
+  lua_pushstring(L, key);
+  return lua_rawget(L, t);
+}
+
 /* Rejects option keys outside `known` so that a typo ({algos="oneshot"}) is an error, not a
  * silently ignored option. */
 static void check_keys(lua_State *L, int idx, const char *const known[]) {
@@ -210,7 +216,7 @@ lgc_comm_t *lgc_checkcomm(lua_State *L, int idx) {
  * (an int: larger values must not wrap). */
 static int opt_int(lua_State *L, int t, const char *key, int def, int lo) {
   int v = def;
-  if (lua_getfield(L, t, key) != LUA_TNIL) {
+  if (lgc_optfield(L, t, key) != LUA_TNIL) {
     lua_Integer i = lua_isboolean(L, -1) ? lua_toboolean(L, -1) : opt_integer_at(L, -1, t, key);
     if (i < lo || i > INT_MAX)
       luaL_argerror(L, t,
@@ -233,7 +239,7 @@ static int l_comm(lua_State *L) {
     cfg.device = opt_int(L, 1, "device", cfg.device, INT_MIN);
     cfg.use_gpu = opt_int(L, 1, "use_gpu", cfg.use_gpu, INT_MIN);
     cfg.local_size = opt_int(L, 1, "local_size", cfg.local_size, INT_MIN);
-    if (lua_getfield(L, 1, "staging_bytes") != LUA_TNIL) { /* a size: 2 GB and more must not wrap */
+    if (lgc_optfield(L, 1, "staging_bytes") != LUA_TNIL) { /* a size: 2 GB and more must not wrap */
       lua_Integer v = opt_integer_at(L, -1, 1, "staging_bytes");
       if (v < 0) luaL_argerror(L, 1, "option 'staging_bytes' must not be negative");
       cfg.staging_bytes = (size_t)v;
@@ -464,18 +470,18 @@ static void need(lua_State *L, int idx, const lgc_buffer_t *b, size_t n, const c
 /* The launch options of the table at `oi` that every gpucoll collective takes: algo, max_blocks,
  * pdl, stream. */
 static void parse_launch_opts(lua_State *L, int oi, gc_options_t *o, void **stream) {
-  if (lua_getfield(L, oi, "algo") != LUA_TNIL) o->algo = algo_at(L, -1, oi, "algo");
+  if (lgc_optfield(L, oi, "algo") != LUA_TNIL) o->algo = algo_at(L, -1, oi, "algo");
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "max_blocks") != LUA_TNIL) {
+  if (lgc_optfield(L, oi, "max_blocks") != LUA_TNIL) {
     lua_Integer mb = opt_integer_at(L, -1, oi, "max_blocks");
     luaL_argcheck(L, mb >= 0 && mb <= INT_MAX, oi,
                   lua_pushfstring(L, "max_blocks must be between 0 and %d", INT_MAX));
     o->max_blocks = (int)mb;
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "pdl") != LUA_TNIL) o->pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
+  if (lgc_optfield(L, oi, "pdl") != LUA_TNIL) o->pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "stream") != LUA_TNIL) *stream = stream_at(L, -1, oi);
+  if (lgc_optfield(L, oi, "stream") != LUA_TNIL) *stream = stream_at(L, -1, oi);
   lua_pop(L, 1);
 }
 
@@ -483,7 +489,7 @@ static void parse_launch_opts(lua_State *L, int oi, gc_options_t *o, void **stre
  * referenced for the duration of the call. */
 static lgc_buffer_t *opt_buffer_at(lua_State *L, int oi, const char *key) {
   lgc_buffer_t *b = NULL;
-  if (lua_getfield(L, oi, key) != LUA_TNIL) {
+  if (lgc_optfield(L, oi, key) != LUA_TNIL) {
     b = lgc_testbuffer(L, -1);
     if (b == NULL)
       luaL_argerror(L, oi, lua_pushfstring(L, "option '%s' must be a gpucoll.buffer", key));
@@ -506,17 +512,17 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
   if (lua_isnoneornil(L, oi)) return;
   luaL_checktype(L, oi, LUA_TTABLE);
   check_keys(L, oi, nccl ? nccl_keys : all);
-  if (lua_getfield(L, oi, "op") != LUA_TNIL) {
+  if (lgc_optfield(L, oi, "op") != LUA_TNIL) {
     if (!reducing(k)) luaL_argerror(L, oi, "option 'op' applies to reductions only");
     call->op = op_at(L, -1, oi, "op");
   }
   lua_pop(L, 1);
   parse_launch_opts(L, oi, &call->o, &call->stream);
-  if (lua_getfield(L, oi, "scale") != LUA_TNIL) call->o.scale = opt_number_at(L, -1, oi, "scale");
+  if (lgc_optfield(L, oi, "scale") != LUA_TNIL) call->o.scale = opt_number_at(L, -1, oi, "scale");
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) *out_dtype = dtype_at(L, -1, oi, "out_dtype");
+  if (lgc_optfield(L, oi, "out_dtype") != LUA_TNIL) *out_dtype = dtype_at(L, -1, oi, "out_dtype");
   lua_pop(L, 1);
-  if (lua_getfield(L, oi, "count") != LUA_TNIL) {
+  if (lgc_optfield(L, oi, "count") != LUA_TNIL) {
     lua_Integer n = opt_integer_at(L, -1, oi, "count");
     luaL_argcheck(L, n >= 0, oi, "count must be >= 0");
     *count = (size_t)n;
@@ -714,10 +720,10 @@ static int m_allreduce_rmsnorm_fp8(lua_State *L) {
     const struct { const char *key; float *at; } numbers[] = {
         {"epsilon", &norm.epsilon}, {"weight_offset", &norm.weight_offset}, {"scale_ub", &norm.scale_ub}};
     for (int i = 0; i < 3; i++) {
-      if (lua_getfield(L, oi, numbers[i].key) != LUA_TNIL) *numbers[i].at = (float)opt_number_at(L, -1, oi, numbers[i].key);
+      if (lgc_optfield(L, oi, numbers[i].key) != LUA_TNIL) *numbers[i].at = (float)opt_number_at(L, -1, oi, numbers[i].key);
       lua_pop(L, 1);
     }
-    if (lua_getfield(L, oi, "out_dtype") != LUA_TNIL) {
+    if (lgc_optfield(L, oi, "out_dtype") != LUA_TNIL) {
       gc_dtype_t od = dtype_at(L, -1, oi, "out_dtype");
       if (od != out->dtype)
         luaL_argerror(L, oi, lua_pushfstring(L, "out_dtype %s does not match out's dtype %s",
@@ -801,7 +807,7 @@ static int m_time(lua_State *L) {
     warmup = opt_int(L, 3, "warmup", warmup, 0);
     iters = opt_int(L, 3, "iters", iters, 1);
     graph = opt_int(L, 3, "graph", graph, INT_MIN);
-    if (lua_getfield(L, 3, "stream") != LUA_TNIL) stream = stream_at(L, -1, 3);
+    if (lgc_optfield(L, 3, "stream") != LUA_TNIL) stream = stream_at(L, -1, 3);
     lua_pop(L, 1);
   }
   lua_settop(L, 3);

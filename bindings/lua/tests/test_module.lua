@@ -516,6 +516,29 @@ test("callbacks cannot free what C is using", function()
   assert(c2:close())
 end)
 
+test("options are the table's own fields: no metamethod runs while a call parses them", function()
+  local n = 64
+  local send <close> = comm:buffer(n, "float32", where):fill(7 + rank)
+  local recv <close> = comm:buffer(n, "float32", where):poison()
+  local ref <close> = sum_reference(n, "float32", 7)
+  local asked = {}
+  -- An __index that frees the send buffer the call already holds: it must never run.
+  local opts = setmetatable({ op = "sum" }, { __index = function(_, k) asked[#asked + 1] = k; send:free() end })
+  assert(comm:allreduce(send, recv, opts))
+  assert(comm:sync())
+  eq(#asked, 0, "__index consulted")
+  eq(send.freed, false, "send still allocated")
+  eq((recv:compare(ref)), 0, "sum")
+  -- Inherited fields are not options: {count = 1} through __index is ignored, as check_keys would.
+  recv:poison()
+  assert(comm:allreduce(send, recv, setmetatable({}, { __index = { count = 1 } })))
+  assert(comm:sync())
+  eq((recv:compare(ref)), 0, "whole buffer reduced")
+  local tol = setmetatable({}, { __index = function() send:free() return 1e9 end })
+  eq((recv:compare(ref, tol)), 0, "compare's tolerances read raw")
+  eq(send.freed, false, "send still allocated after compare")
+end)
+
 test("table output", function()
   local rows = { { name = "a", n = 1, t = 12.345 }, { name = "longer", n = 1000, t = 0.00123 }, { name = "c" } }
   local text = gpucoll.table(rows, { "name", "n", "t" })
