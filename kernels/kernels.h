@@ -153,7 +153,8 @@ int gc_kernel_allreduce_multimem(const gc_kargs_t *a, cudaStream_t stream);
 /* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
  * formulas), one row at a time per `parts` blocks, at most a->blocks blocks of a->threads threads; dtype
  * float32, float16, bfloat16. Where x (the reduced row) comes from:
- *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual, x NULL;
+ *   LOCAL  a->in[0] holds x already (the all-reduce ran before); no peers; residual NULL; x NULL
+ *          or where x is copied to as the kernel goes;
  *   READS  the sum of every rank's a->in[] rows (after a barrier; another closes the kernel;
  *          one rank: none), plus residual, stored at x (NULL: in shared memory, as TWOSHOT);
  *   TWOSHOT as READS, but rank q normalizes only its rows (gc_partition's split of rows) into its

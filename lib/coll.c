@@ -1333,9 +1333,14 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
                                     size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o,
                                     int on_device, cudaStream_t stream) {
   const size_t count = rows * cols, bytes = count * gc_dtype_size(dtype);
-  void *x = m->residual_out, *tmp = NULL;
-  if (!x) GC_CHECK(scratch_alloc(comm, on_device, bytes, stream, &tmp));
-  if (!x) x = tmp;
+  /* x, the all-reduce's output: residual_out, else a temporary. On the GPU also a temporary where
+   * residual_out sits off 16 bytes on this rank, and the kernel stores x there as it goes: its
+   * input's alignment decides its split of rows and the order of its sums, so it must be alike on
+   * every rank for their results to be identical (GC_ALGO=mpi, run 235: "ranks differ"). */
+  void *keep = m->residual_out, *tmp = NULL;
+  const int keep_apart = on_device && keep && (uintptr_t)keep % 16 != 0;
+  if (!keep || keep_apart) GC_CHECK(scratch_alloc(comm, on_device, bytes, stream, &tmp));
+  void *x = tmp ? tmp : keep;
   gc_options_t ao = *o;
   ao.add = m->residual;
   gc_result_t rc = allreduce_ex_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao, tmp && on_device);
@@ -1345,6 +1350,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
     gc_kargs_t a = base_args(comm, &plan, o, dtype, GC_SUM);
     a.peers.nranks = 1;
     a.in[0] = x;
+    k.x = keep_apart ? keep : NULL;
     k.out = out;
     k.scales = scales;
     rc = gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "RMSNorm");

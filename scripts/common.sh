@@ -36,5 +36,11 @@ gc_build() {
   cmake --build "$GC_BUILD_DIR" -j "$(nproc)"
 }
 
-# The Python the build's bindings and their tests use (the configured one, else python3).
-gc_build_python() { sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$GC_BUILD_DIR/CMakeCache.txt" 2>/dev/null | grep . || echo python3; }
+# The Python the build's SWIG module and its tests use: GC_SWIG_PYTHON, else FindPython3's choice,
+# else python3 (not yet configured).
+gc_build_python() {
+  local py
+  py=$(awk -F= '/^GC_SWIG_PYTHON:FILEPATH=./ { s = $2 } /^_Python3_EXECUTABLE:INTERNAL=./ { f = $2 }
+                END { print s != "" ? s : f }' "$GC_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+  echo "${py:-python3}"
+}

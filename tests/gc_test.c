@@ -284,6 +284,11 @@ int gc_test_peer_gpus(const char *what, int min_ranks) {
   return 0;
 }
 
+gc_algo_t gc_test_kernel_algo(void) {
+  const char *forced = getenv("GC_ALGO");
+  return forced && strcmp(forced, "mpi") == 0 ? GC_ALGO_ONESHOT : GC_ALGO_AUTO;
+}
+
 const char *gc_test_only[GC_TEST_MAX_ONLY];
 int gc_test_nonly = 0;
 

@@ -99,6 +99,10 @@ void gc_test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 when the suite runs on at least min_ranks GPUs with peer access; else notes that `what` was
  * skipped and returns 0. */
 int gc_test_peer_gpus(const char *what, int min_ranks);
+/* What a call that must run on the kernels (graph capture) asks for: the dispatch table's choice
+ * (GC_ALGO_AUTO), or the one-shot where GC_ALGO forces the MPI path (ctest gpu_np2_mpi_staged),
+ * which capture refuses. */
+gc_algo_t gc_test_kernel_algo(void);
 
 /* The suite table: each test file defines one function that adds its suite(s) to CUnit. */
 void gc_test_suite_errors(void);

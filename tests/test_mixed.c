@@ -328,7 +328,9 @@ static void test_graph_capture(void) {
     gc_test_fill(send, (size_t)L * n, GC_FLOAT32, gc_test_rank, 5);
     void *graph = NULL;
     CU_ASSERT_EQUAL_FATAL(gc_test_capture(stream, 1, NULL), 0);
-    gc_result_t r = gc_reducescatter_allreduce(send, recv, n, GC_FLOAT32, GC_SUM, comm, stream, NULL);
+    gc_options_t o = GC_OPTIONS_INIT;
+    o.algo = gc_test_kernel_algo();
+    gc_result_t r = gc_reducescatter_allreduce(send, recv, n, GC_FLOAT32, GC_SUM, comm, stream, &o);
     int end = gc_test_capture(stream, 0, &graph);
     if (across_nodes(L)) {
       CU_ASSERT_EQUAL(r, GC_ERR_INVALID_USAGE);

@@ -223,7 +223,9 @@ static void test_graph_capture(void) {
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = GC_ALGO_TWOSHOT;
   r1 = gc_allreduce_ex(send, recv, n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
-  r2 = gc_allgather(recv, gather, n, GC_BFLOAT16, gc_test_comm, stream);
+  gc_options_t go = GC_OPTIONS_INIT;
+  go.algo = gc_test_kernel_algo();
+  r2 = gc_allgather_ex(recv, gather, n, GC_BFLOAT16, gc_test_comm, stream, &go);
   capture_ok &= gc_test_capture(stream, 0, &exec) == 0;
   CU_ASSERT_EQUAL(r1, GC_SUCCESS);
   CU_ASSERT_EQUAL(r2, GC_SUCCESS);
