@@ -53,6 +53,16 @@ def main():
               file=sys.stderr)
         comm.close()
         return 1
+    # NCCL (the reference here) takes one GPU per rank: a node with more ranks than GPUs fails in
+    # its first call ("Duplicate GPU detected"), so say so before.
+    if comm.local_size > torch.cuda.device_count():
+        if rank == 0:
+            print("allreduce_torch: %d ranks on a node of %d GPUs; NCCL, the reference here, takes "
+                  "one GPU per rank: run at most %d ranks a node"
+                  % (comm.local_size, torch.cuda.device_count(), torch.cuda.device_count()),
+                  file=sys.stderr)
+        comm.close()
+        return 1
     torch.cuda.set_device(comm.device)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", args.port)
