@@ -25,10 +25,11 @@
 /* ---------------------------------------------------------------------------------------------
  * Constants of the method (PERFORMANCE.md, "How to measure").
  * ------------------------------------------------------------------------------------------- */
-/* H200's L2 is 60 MB: a set of buffers that fits would be served from L2 on the next call, so
- * smaller sizes rotate among sets covering more than twice that. */
-#define L2_BYTES (60ull << 20)
+/* H200's L2 is 60 MB: a buffer that fits would be served from L2 on the next call, so calls
+ * rotate among sets until they have touched more than twice that. */
 #define ROTATE_BYTES (128ull << 20)
+/* The largest size -b, -e and -i take: 2^50 bytes (1048576G). */
+#define MAX_SIZE ((double)(1ull << 50))
 /* Cap on the sets; every set is used once per timed run, so this also bounds the iterations. */
 #define MAX_SETS 512
 /* Sets start on 4 KiB boundaries so every set has the alignment of the first. */
@@ -210,7 +211,7 @@ static int parse_size(const char *s, size_t *out) {
     default: break;
   }
   if (*end == 'B' || *end == 'b') end++;
-  if (*end) return 1;
+  if (*end || !(v <= MAX_SIZE)) return 1; /* also NaN; past it the size loop's arithmetic could wrap */
   *out = (size_t)v;
   return 0;
 }
@@ -273,14 +274,14 @@ static int parse_args(int argc, char **argv, options_t *o) {
   while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:G:z:r:a:m:h", longopts, NULL)) != -1) {
     arg = optarg;
     switch (c) {
-      case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M)"; break;
-      case 'e': bad = parse_size(optarg, &o->max_bytes); why = "-e wants a size (8, 1K, 64M)"; break;
+      case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M; at most 1048576G)"; break;
+      case 'e': bad = parse_size(optarg, &o->max_bytes); why = "-e wants a size (8, 1K, 64M; at most 1048576G)"; break;
       case 'i': bad = parse_size(optarg, &o->step_bytes) || o->step_bytes == 0; why = "-i wants a size > 0"; break;
       case 'f': {
         char *end;
         o->step_factor = strtod(optarg, &end);
-        bad = end == optarg || *end || !(o->step_factor >= 1.0);
-        why = "-f wants a factor >= 1";
+        bad = end == optarg || *end || !(o->step_factor >= 1.0 && o->step_factor <= 1024.0);
+        why = "-f wants a factor from 1 to 1024";
         break;
       }
       case 'n': bad = parse_int(optarg, 1, &o->iters); why = "-n wants an integer >= 1"; break;
@@ -685,10 +686,13 @@ static void size_counts(const options_t *o, size_t bytes, size_t elt, int n, siz
   }
 }
 
+/* Sets for one size: enough that a call comes back to a set only after the calls between have
+ * touched ROTATE_BYTES. In place a call touches only the larger of its buffers (input and output
+ * overlap), which decides; out of place a call touches more. */
 static int sets_for(const bench_t *b, size_t send_bytes, size_t recv_bytes) {
-  size_t set = send_bytes + recv_bytes;
-  if (!b->on_gpu || set > L2_BYTES || set == 0) return 1;
-  size_t n = (ROTATE_BYTES + set - 1) / set;
+  const size_t touched = send_bytes > recv_bytes ? send_bytes : recv_bytes;
+  if (!b->on_gpu || touched == 0 || touched >= ROTATE_BYTES) return 1;
+  size_t n = (ROTATE_BYTES + touched - 1) / touched;
   return n > MAX_SETS ? MAX_SETS : (int)n;
 }
 
@@ -1221,9 +1225,9 @@ int main(int argc, char **argv) {
     o->graph = 0;
   }
   if (b->on_gpu) {
-    note(b, "sets of buffers smaller than %llu MB rotate (>= %llu MB touched, at most %d sets); "
-            "iterations shrink above %llu MB",
-         L2_BYTES >> 20, ROTATE_BYTES >> 20, MAX_SETS, ITER_SCALE_BYTES >> 20);
+    note(b, "buffers smaller than %llu MB rotate over sets (at most %d) until a call has touched %llu MB "
+            "since its set's last use, in place too; iterations shrink above %llu MB",
+         ROTATE_BYTES >> 20, MAX_SETS, ROTATE_BYTES >> 20, ITER_SCALE_BYTES >> 20);
   }
 
   int with_nccl = 0;
@@ -1232,7 +1236,16 @@ int main(int argc, char **argv) {
       note(b, "NCCL skipped: it needs a GPU on every rank (host buffers here)");
     } else {
       char err[512];
-      if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) == 0) {
+      /* rmsnorm's baseline is NCCL's all-reduce (sum) */
+      const gcb_coll_t nc = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
+      if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) != 0) {
+        /* Every rank failed alike (gcb_nccl_open agrees); rank 0's reason is printed. */
+        note(b, "NCCL skipped: %s", err);
+      } else if (gcb_nccl_supports(b->nccl, nc, o->dtype, o->op, err, sizeof err) != 0) {
+        note(b, "NCCL skipped: %s", err); /* the same version everywhere: every rank alike */
+        gcb_nccl_close(b->nccl);
+        b->nccl = NULL;
+      } else {
         with_nccl = 1;
         if (b->rank == 0 && o->coll == COLL_RMSNORM && o->nccl_alone)
           printf("# NCCL %s, same stream: the nccl columns time NCCL's all-reduce (sum) of the same "
@@ -1245,9 +1258,6 @@ int main(int argc, char **argv) {
                  gcb_nccl_version(b->nccl), gc_dtype_name(o->dtype));
         else if (b->rank == 0)
           printf("# NCCL %s, same buffers, same stream\n", gcb_nccl_version(b->nccl));
-      } else {
-        /* Every rank failed alike (gcb_nccl_open agrees); rank 0's reason is printed. */
-        note(b, "NCCL skipped: %s", err);
       }
     }
   }

@@ -253,26 +253,41 @@ static int map_op(gc_op_t op, gcb_ncclRedOp_t *out) {
   }
 }
 
-int gcb_nccl_run(gcb_nccl_t *n, gcb_coll_t coll, const void *send, void *recv, size_t count,
-                 gc_dtype_t dtype, gc_op_t op, int root, void *stream, char *err, size_t errlen) {
+int gcb_nccl_supports(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, char *err, size_t errlen) {
+  gcb_ncclDataType_t dt;
+  gcb_ncclRedOp_t rop;
   if (!n || !n->comm) {
     set_err(err, errlen, "NCCL communicator not open");
     return 1;
   }
-  gcb_ncclDataType_t dt;
-  gcb_ncclRedOp_t rop = GCB_ncclSum;
   if (map_dtype(dtype, &dt)) {
-    set_err(err, errlen, "dtype %d has no NCCL equivalent", (int)dtype);
+    set_err(err, errlen, "%s has no NCCL equivalent", gc_dtype_name(dtype));
     return 1;
   }
   if ((dtype == GC_FP8_E4M3 || dtype == GC_FP8_E5M2) && n->version_code < 22400) {
     set_err(err, errlen, "NCCL %s has no fp8 types (needs 2.24)", n->version);
     return 1;
   }
-  if ((coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER) && map_op(op, &rop)) {
-    set_err(err, errlen, "op %d has no NCCL equivalent", (int)op);
-    return 1;
+  if (coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER) {
+    if (map_op(op, &rop)) {
+      set_err(err, errlen, "op %s has no NCCL equivalent", gc_op_name(op));
+      return 1;
+    }
+    if (op == GC_AVG && n->version_code < 21000) {
+      set_err(err, errlen, "NCCL %s has no avg (needs 2.10)", n->version);
+      return 1;
+    }
   }
+  return 0;
+}
+
+int gcb_nccl_run(gcb_nccl_t *n, gcb_coll_t coll, const void *send, void *recv, size_t count,
+                 gc_dtype_t dtype, gc_op_t op, int root, void *stream, char *err, size_t errlen) {
+  if (gcb_nccl_supports(n, coll, dtype, op, err, errlen)) return 1;
+  gcb_ncclDataType_t dt;
+  gcb_ncclRedOp_t rop = GCB_ncclSum;
+  map_dtype(dtype, &dt);
+  if (coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER) map_op(op, &rop);
   gcb_ncclResult_t r;
   const char *what;
   switch (coll) {

@@ -28,6 +28,11 @@ typedef enum gcb_coll {
  * success; else nonzero with a message in err (NCCL absent, no GPU, ...) — on every rank alike. */
 int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t errlen);
 
+/* 0 when this NCCL runs `coll` on `dtype` with `op` (op only for the reductions); else nonzero
+ * with a message in err. The same on every rank of one NCCL version. */
+int gcb_nccl_supports(const gcb_nccl_t *nccl, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, char *err,
+                      size_t errlen);
+
 /* Enqueues one collective with gpucoll's argument meaning (count = recvcount for reduce-scatter,
  * sendcount for all-gather; root only for broadcast). Returns 0, or nonzero with a message. */
 int gcb_nccl_run(gcb_nccl_t *nccl, gcb_coll_t coll, const void *send, void *recv, size_t count,
