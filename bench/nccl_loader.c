@@ -253,14 +253,15 @@ static int map_op(gc_op_t op, gcb_ncclRedOp_t *out) {
   }
 }
 
-int gcb_nccl_supports(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, char *err, size_t errlen) {
-  gcb_ncclDataType_t dt;
-  gcb_ncclRedOp_t rop;
+/* NCCL's type and op for a call (op only for the reductions), or nonzero with a message. */
+static int nccl_args(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, gcb_ncclDataType_t *dt,
+                     gcb_ncclRedOp_t *rop, char *err, size_t errlen) {
+  *rop = GCB_ncclSum;
   if (!n || !n->comm) {
     set_err(err, errlen, "NCCL communicator not open");
     return 1;
   }
-  if (map_dtype(dtype, &dt)) {
+  if (map_dtype(dtype, dt)) {
     set_err(err, errlen, "%s has no NCCL equivalent", gc_dtype_name(dtype));
     return 1;
   }
@@ -269,7 +270,7 @@ int gcb_nccl_supports(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc
     return 1;
   }
   if (coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER) {
-    if (map_op(op, &rop)) {
+    if (map_op(op, rop)) {
       set_err(err, errlen, "op %s has no NCCL equivalent", gc_op_name(op));
       return 1;
     }
@@ -281,13 +282,17 @@ int gcb_nccl_supports(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc
   return 0;
 }
 
+int gcb_nccl_supports(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, char *err, size_t errlen) {
+  gcb_ncclDataType_t dt;
+  gcb_ncclRedOp_t rop;
+  return nccl_args(n, coll, dtype, op, &dt, &rop, err, errlen);
+}
+
 int gcb_nccl_run(gcb_nccl_t *n, gcb_coll_t coll, const void *send, void *recv, size_t count,
                  gc_dtype_t dtype, gc_op_t op, int root, void *stream, char *err, size_t errlen) {
-  if (gcb_nccl_supports(n, coll, dtype, op, err, errlen)) return 1;
   gcb_ncclDataType_t dt;
-  gcb_ncclRedOp_t rop = GCB_ncclSum;
-  map_dtype(dtype, &dt);
-  if (coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER) map_op(op, &rop);
+  gcb_ncclRedOp_t rop;
+  if (nccl_args(n, coll, dtype, op, &dt, &rop, err, errlen)) return 1;
   gcb_ncclResult_t r;
   const char *what;
   switch (coll) {

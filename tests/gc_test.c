@@ -285,8 +285,7 @@ int gc_test_peer_gpus(const char *what, int min_ranks) {
 }
 
 gc_algo_t gc_test_kernel_algo(void) {
-  const char *forced = getenv("GC_ALGO");
-  return forced && strcmp(forced, "mpi") == 0 ? GC_ALGO_ONESHOT : GC_ALGO_AUTO;
+  return strcmp(gc__param_str(GC_PARAM_ALGO), "mpi") == 0 ? GC_ALGO_ONESHOT : GC_ALGO_AUTO;
 }
 
 const char *gc_test_only[GC_TEST_MAX_ONLY];
