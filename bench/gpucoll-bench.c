@@ -19,6 +19,7 @@
 #include "gpucoll.h"
 #include "nccl_loader.h"
 #include "unfused_norm.h"
+#include "watchdog.h"
 /* Header-only and pure: the pattern gc_fill_random writes, so the float64 reference is exact. */
 #include "gc_rng.h"
 
@@ -62,6 +63,7 @@ static const int dtype_reducible[GC_NUM_DTYPES] = {
 typedef struct options {
   size_t min_bytes, max_bytes, step_bytes;
   double step_factor;
+  double timeout_s; /* -T: bound on one size of one library and placement (0: none) */
   int iters, warmup, check, graph, blocking, root, max_blocks, host, eager, vs_nccl;
   gc_dtype_t dtype;
   gc_op_t op;
@@ -97,6 +99,7 @@ typedef struct bench {
   options_t o;
   gc_comm_t comm;
   gcb_nccl_t *nccl;
+  gcb_watchdog_t *watchdog; /* NULL unless -T or NCCL is on */
   void *stream;
   int rank, nranks, on_gpu;
   size_t elt;
@@ -188,6 +191,11 @@ static void usage(FILE *f) {
           "                      save its rows to FILE (gc_tune_save) and time with them\n"
           "  --tuned FILE        time with the dispatch rows in FILE (gc_tune_load; not\n"
           "                      --tune, which mpirun takes for itself wherever it stands)\n"
+          "  -T, --timeout S     end the run, exit status 124, when one size of one library\n"
+          "                      and placement (check, warm-up, timed calls) takes more\n"
+          "                      than S seconds (0 = no bound, the default; gpucoll's own\n"
+          "                      waits are bounded anyway by GC_TIMEOUT_MS). With --vs nccl\n"
+          "                      the run also ends at NCCL's first asynchronous error\n"
           "  -h, --help          this text\n"
           "rmsnorm (gc_allreduce_rmsnorm_fp8: rows x cols inputs summed over the ranks, each row\n"
           "RMS-normalized, times gamma, quantized to fp8_e4m3 with one scale per row; float32,\n"
@@ -266,12 +274,13 @@ static int parse_args(int argc, char **argv, options_t *o) {
       {"cols", required_argument, 0, OPT_COLS}, {"residual", no_argument, 0, OPT_RESIDUAL},
       {"nccl-baseline", required_argument, 0, OPT_BASELINE},
       {"tuned", required_argument, 0, OPT_TUNE}, {"autotune", required_argument, 0, OPT_AUTOTUNE},
-      {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+      {"timeout", required_argument, 0, 'T'},   {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   int cols_set = 0, baseline_set = 0;
   int quiet = g_rank != 0, c, bad = 0;
   const char *why = NULL, *arg = NULL;
   opterr = 0;
-  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:G:z:r:a:m:h", longopts, NULL)) != -1) {
+  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:G:z:r:a:m:T:h", longopts, NULL)) != -1) {
     arg = optarg;
     switch (c) {
       case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M; at most 1048576G)"; break;
@@ -282,6 +291,13 @@ static int parse_args(int argc, char **argv, options_t *o) {
         o->step_factor = strtod(optarg, &end);
         bad = end == optarg || *end || !(o->step_factor >= 1.0 && o->step_factor <= 1024.0);
         why = "-f wants a factor from 1 to 1024";
+        break;
+      }
+      case 'T': {
+        char *end;
+        o->timeout_s = strtod(optarg, &end);
+        bad = end == optarg || *end || !(o->timeout_s >= 0.0 && o->timeout_s <= 1e6);
+        why = "-T wants seconds from 0 to 1000000";
         break;
       }
       case 'n': bad = parse_int(optarg, 1, &o->iters); why = "-n wants an integer >= 1"; break;
@@ -963,6 +979,10 @@ static double bus_factor(int coll, int n) {
 
 static result_t measure(bench_t *b, int lib, int placement, int warmup, int iters) {
   result_t res = {.wrong = -1};
+  char what[128];
+  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[b->o.coll],
+           placement_names[placement], b->bytes);
+  gcb_watchdog_arm(b->watchdog, what, lib == LIB_NCCL);
   if (b->o.check) res.wrong = check_one(b, lib, placement);
   call_t c = {.b = b, .lib = lib, .placement = placement, .next = 0};
   double us = 0;
@@ -970,6 +990,7 @@ static result_t measure(bench_t *b, int lib, int placement, int warmup, int iter
   if (r != GC_SUCCESS)
     die("timing %s %s %zu bytes: %s (%s)", lib_names[lib], placement_names[placement], b->bytes,
         c.err[0] ? c.err : failure(b->comm, r), gc_strerror(r));
+  gcb_watchdog_disarm(b->watchdog);
   res.us = us;
   res.algbw = us > 0 ? (double)b->bytes / us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
   res.busbw = res.algbw * bus_factor(b->o.coll, b->nranks);
@@ -1141,8 +1162,10 @@ static void tune(bench_t *b) {
 }
 
 int main(int argc, char **argv) {
-  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-    fprintf(stderr, "gpucoll-bench: MPI_Init failed\n");
+  /* Other threads (OpenMP's, the watchdog) make no MPI calls. */
+  int thread_level = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &thread_level) != MPI_SUCCESS) {
+    fprintf(stderr, "gpucoll-bench: MPI_Init_thread failed\n");
     return 1;
   }
   bench_t bench, *b = &bench;
@@ -1185,15 +1208,16 @@ int main(int argc, char **argv) {
                     "sets,symmetric,time_us,algbw_GBps,busbw_GBps,wrong,speedup\n");
   }
 #ifdef _OPENMP
-  /* The ranks of a node check at the same time: share its cores, unless told otherwise. */
-  if (!getenv("OMP_NUM_THREADS")) {
+  /* The ranks of a node check at the same time: share its cores, unless told otherwise. The
+   * split is collective, so every rank makes it whatever its own environment says. */
+  {
     int local = 1;
     MPI_Comm node;
     MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     MPI_OK(MPI_Comm_size(node, &local));
     MPI_OK(MPI_Comm_free(&node));
     int t = omp_get_num_procs() / local;
-    omp_set_num_threads(t > 0 ? t : 1);
+    if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(t > 0 ? t : 1);
   }
 #endif
 
@@ -1260,6 +1284,12 @@ int main(int argc, char **argv) {
           printf("# NCCL %s, same buffers, same stream\n", gcb_nccl_version(b->nccl));
       }
     }
+  }
+  if (o->timeout_s > 0 || with_nccl) {
+    char err[256];
+    b->watchdog = gcb_watchdog_start(b->rank, o->timeout_s, b->nccl, err, sizeof err);
+    if (!b->watchdog) die("%s", err);
+    if (o->timeout_s > 0) note(b, "-T %g: one size of one library and placement may take that many seconds", o->timeout_s);
   }
   if (o->autotune_file || o->tune_file) tune(b);
   if (b->rank == 0) printf("#\n");
@@ -1357,6 +1387,7 @@ int main(int argc, char **argv) {
   }
 
   if (b->csv) fclose(b->csv);
+  gcb_watchdog_stop(b->watchdog); /* before NCCL closes: it polls NCCL's communicator */
   if (b->nccl) gcb_nccl_close(b->nccl);
   free_pool(b, b->send_pool);
   free_pool(b, b->recv_pool);

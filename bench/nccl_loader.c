@@ -18,6 +18,7 @@ typedef struct {
 } gcb_ncclUniqueId;
 typedef struct gcb_ncclComm *gcb_ncclComm_t;
 typedef int gcb_ncclResult_t; /* ncclSuccess = 0 */
+#define GCB_NCCL_IN_PROGRESS 7 /* ncclInProgress: a non-blocking communicator is still busy */
 typedef enum {
   GCB_ncclInt8 = 0,
   GCB_ncclUint8 = 1,
@@ -45,6 +46,8 @@ typedef gcb_ncclResult_t (*fn_get_unique_id_t)(gcb_ncclUniqueId *);
 typedef gcb_ncclResult_t (*fn_comm_init_rank_t)(gcb_ncclComm_t *, int, gcb_ncclUniqueId, int);
 typedef gcb_ncclResult_t (*fn_comm_destroy_t)(gcb_ncclComm_t);
 typedef const char *(*fn_get_error_string_t)(gcb_ncclResult_t);
+typedef gcb_ncclResult_t (*fn_comm_get_async_error_t)(gcb_ncclComm_t, gcb_ncclResult_t *);
+typedef const char *(*fn_get_last_error_t)(gcb_ncclComm_t);
 typedef gcb_ncclResult_t (*fn_allreduce_t)(const void *, void *, size_t, gcb_ncclDataType_t,
                                            gcb_ncclRedOp_t, gcb_ncclComm_t, void *);
 typedef gcb_ncclResult_t (*fn_reducescatter_t)(const void *, void *, size_t, gcb_ncclDataType_t,
@@ -65,6 +68,8 @@ struct gcb_nccl {
   fn_comm_init_rank_t comm_init_rank;
   fn_comm_destroy_t comm_destroy;
   fn_get_error_string_t get_error_string;
+  fn_comm_get_async_error_t comm_get_async_error; /* NULL where absent (before 2.4) */
+  fn_get_last_error_t get_last_error;             /* NULL where absent (before 2.13) */
   fn_allreduce_t allreduce;
   fn_reducescatter_t reducescatter;
   fn_allgather_t allgather;
@@ -128,6 +133,8 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
   GCB_SYM(allgather, "ncclAllGather");
   GCB_SYM(broadcast, "ncclBroadcast");
 #undef GCB_SYM
+  *(void **)(&n->comm_get_async_error) = dlsym(n->dl, "ncclCommGetAsyncError");
+  *(void **)(&n->get_last_error) = dlsym(n->dl, "ncclGetLastError");
   gcb_ncclResult_t r = n->get_version(&n->version_code);
   if (r != 0) {
     set_err(err, errlen, "ncclGetVersion failed: %s", nccl_err(n, r));
@@ -321,6 +328,18 @@ int gcb_nccl_run(gcb_nccl_t *n, gcb_coll_t coll, const void *send, void *recv, s
     return 1;
   }
   return 0;
+}
+
+int gcb_nccl_async_error(const gcb_nccl_t *n, char *err, size_t errlen) {
+  if (!n || !n->comm || !n->comm_get_async_error) return 0;
+  gcb_ncclResult_t state = 0;
+  gcb_ncclResult_t r = n->comm_get_async_error(n->comm, &state);
+  if (r != 0) state = r;
+  if (state == 0 || state == GCB_NCCL_IN_PROGRESS) return 0;
+  const char *last = n->get_last_error ? n->get_last_error(n->comm) : NULL;
+  set_err(err, errlen, "NCCL reports an asynchronous error: %s%s%s", nccl_err(n, state),
+          last && *last ? "; " : "", last && *last ? last : "");
+  return 1;
 }
 
 const char *gcb_nccl_version(const gcb_nccl_t *n) { return n ? n->version : ""; }

@@ -38,6 +38,11 @@ int gcb_nccl_supports(const gcb_nccl_t *nccl, gcb_coll_t coll, gc_dtype_t dtype,
 int gcb_nccl_run(gcb_nccl_t *nccl, gcb_coll_t coll, const void *send, void *recv, size_t count,
                  gc_dtype_t dtype, gc_op_t op, int root, void *stream, char *err, size_t errlen);
 
+/* 1 with a message in err when NCCL reports an asynchronous error on this rank's communicator
+ * (ncclCommGetAsyncError; its kernels may then never finish); else 0, also where the NCCL is too
+ * old to tell. Safe to call from a thread other than the one enqueueing calls. */
+int gcb_nccl_async_error(const gcb_nccl_t *nccl, char *err, size_t errlen);
+
 /* "2.28.9" */
 const char *gcb_nccl_version(const gcb_nccl_t *nccl);
 
