@@ -88,7 +88,7 @@ void gc__boot_destroy(gc_comm_t comm) {
 /* The control plane's collectives go on heap copies of their buffers: a request that timed out
  * may still write its buffer whenever MPI next makes progress (a late peer), long after the
  * caller's stack frame is gone, so on a timeout (or an MPI error) the copy is left allocated. */
-typedef enum { BOOT_ALLGATHER, BOOT_BCAST, BOOT_MIN_INT, BOOT_MAX_DOUBLE } boot_op_t;
+typedef enum { BOOT_ALLGATHER, BOOT_BCAST, BOOT_MIN_INT, BOOT_MAX_DOUBLE, BOOT_MIN_U64 } boot_op_t;
 
 /* `in` (bytes) from this rank; the result, bytes x the group's size for the all-gather, into out. */
 static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, const void *in, void *out,
@@ -106,6 +106,8 @@ static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, 
   int e = op == BOOT_ALLGATHER ? MPI_Iallgather(copy, (int)bytes, MPI_BYTE, result, (int)bytes, MPI_BYTE, over, &req)
           : op == BOOT_BCAST   ? MPI_Ibcast(result, (int)bytes, MPI_BYTE, root, over, &req)
           : op == BOOT_MIN_INT ? MPI_Iallreduce(copy, result, 1, MPI_INT, MPI_MIN, over, &req)
+          : op == BOOT_MIN_U64 ? MPI_Iallreduce(copy, result, (int)(bytes / sizeof(uint64_t)), MPI_UINT64_T, MPI_MIN,
+                                                over, &req)
                                : MPI_Iallreduce(copy, result, 1, MPI_DOUBLE, MPI_MAX, over, &req);
   if (e != MPI_SUCCESS) {
     free(copy);
@@ -154,6 +156,11 @@ gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
 }
 
 gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) { return min_int_over(comm, comm->mpi, value); }
+
+gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n) {
+  return boot_collective(comm, comm->mpi, BOOT_MIN_U64, values, values, (size_t)n * sizeof *values, 0,
+                         "allreduce(min) of a call's arguments");
+}
 
 int gc__boot_query_cuda_aware(void) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)

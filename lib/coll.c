@@ -743,11 +743,33 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
+/* GC_CHECK_CALLS=1: the ranks compare a public call's arguments, as given, before they are checked
+ * here (so a rank that would refuse its own call alone is caught too) and before any data moves
+ * (callcheck.c; `buf` tells host buffers from device ones). The MPI path compares its own calls
+ * whatever GC_CHECK_CALLS says but 0. */
+static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
+                                 int root, const gc_options_t *opts, const void *buf) {
+  gc__call_sig_t sig = gc__call_sig(call, count, dtype, opts);
+  sig.v[GC_SIG_OP] = (uint64_t)(int64_t)op;
+  sig.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
+  sig.v[GC_SIG_HOST] = buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
+  sig.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
+  return sig;
+}
+
+static gc_result_t same_call(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
+                             const gc_options_t *opts, const void *buf) {
+  if (comm->check_calls < 2) return GC_SUCCESS;
+  gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, root, opts, buf);
+  return gc__same_call(comm, 2, &sig);
+}
+
 /* recv_is_scratch: recv is the library's own device memory from cudaMallocAsync, which during graph
  * capture is not yet memory that cudaPointerGetAttributes knows; it is not looked up. */
 static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts, int recv_is_scratch) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
+  GC_CHECK(same_call(comm, GC_CALL_ALLREDUCE, count, dtype, op, 0, opts, send));
   GC_CHECK(check_dtype(comm, dtype, 1));
   GC_CHECK(check_op(comm, op));
   gc_options_t o;
@@ -877,6 +899,8 @@ static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t
 
 static gc_result_t reducescatter_ex_impl(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                                 gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_CHECK(gc__comm_health(comm));
+  GC_CHECK(same_call(comm, GC_CALL_REDUCESCATTER, recvcount, dtype, op, 0, opts, send));
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
   gc_result_t r = GC_SUCCESS;
@@ -905,6 +929,13 @@ gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_
 
 static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
+  GC_CHECK(gc__comm_health(comm));
+  if (comm->check_calls >= 2) {
+    gc__call_sig_t sig = public_sig(comm, GC_CALL_REDUCESCATTER_2D, rows, dtype, op, 0, opts, send);
+    sig.v[GC_SIG_COLS] = cols;
+    sig.v[GC_SIG_AXIS] = (uint64_t)(int64_t)axis;
+    GC_CHECK(gc__same_call(comm, 2, &sig));
+  }
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
   gc_result_t r = GC_SUCCESS;
@@ -935,6 +966,7 @@ gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_
 static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
                             const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
+  GC_CHECK(same_call(comm, GC_CALL_ALLGATHER, count, dtype, GC_SUM, 0, opts, send));
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
@@ -966,6 +998,7 @@ gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t 
 static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
+  GC_CHECK(same_call(comm, GC_CALL_BROADCAST, count, dtype, GC_SUM, root, opts, recv));
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
@@ -1002,9 +1035,11 @@ gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t 
 /* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
 
 /* The checks both mixed operations start with; *o gets the resolved options. */
-static gc_result_t mixed_begin(gc_comm_t comm, const char *name, const void *send, const void *recv, size_t count,
-                               gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts, gc_options_t *o) {
+static gc_result_t mixed_begin(gc_comm_t comm, gc__call_kind_t call, const char *name, const void *send,
+                               const void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
+                               gc_options_t *o) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
+  GC_CHECK(same_call(comm, call, count, dtype, op, 0, opts, send));
   GC_CHECK(check_dtype(comm, dtype, 1));
   GC_CHECK(check_op(comm, op));
   GC_CHECK(resolve_options(comm, opts, dtype, 1, o));
@@ -1033,7 +1068,7 @@ static gc_result_t on_group(gc_comm_t comm, gc_comm_t group, gc_result_t r) {
 static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   gc_options_t o;
-  GC_CHECK(mixed_begin(comm, "gc_reducescatter_allreduce", send, recv, count, dtype, op, opts, &o));
+  GC_CHECK(mixed_begin(comm, GC_CALL_REDUCESCATTER_ALLREDUCE, "gc_reducescatter_allreduce", send, recv, count, dtype, op, opts, &o));
   if (count == 0) return GC_SUCCESS;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
   ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * es) : PTRDIFF_MAX;
@@ -1082,7 +1117,7 @@ gc_result_t gc_reducescatter_allreduce(const void *send, void *recv, size_t recv
 static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype,
                                             gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   gc_options_t o;
-  GC_CHECK(mixed_begin(comm, "gc_allreduce_allgather", send, recv, count, dtype, op, opts, &o));
+  GC_CHECK(mixed_begin(comm, GC_CALL_ALLREDUCE_ALLGATHER, "gc_allreduce_allgather", send, recv, count, dtype, op, opts, &o));
   if (count == 0) return GC_SUCCESS;
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype), L = (size_t)comm->local_size;
   void *mine = (char *)recv + (size_t)comm->local_rank * count * os; /* this rank's block of recv */
@@ -1363,6 +1398,13 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
 static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size_t rows, size_t cols, gc_dtype_t dtype,
                                 const gc_rmsnorm_fp8_t *m, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm));
+  if (comm->check_calls >= 2) { /* same_call, with rmsnorm's columns, result type and residuals */
+    gc__call_sig_t sig = public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send);
+    sig.v[GC_SIG_COLS] = cols;
+    sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
+    sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;
+    GC_CHECK(gc__same_call(comm, 2, &sig));
+  }
   GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 1, &o));

@@ -149,6 +149,8 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   GC_CHECK(gc__param_word(GC_PARAM_CE_ALLREDUCE, ce_forms, 4, &comm->ce_allreduce));
   GC_CHECK(gc__param_range(GC_PARAM_CE_CHUNKS, 1, GC_CE_MAX_CHUNKS, &comm->ce_chunks));
   GC_CHECK(gc__param_range(GC_PARAM_STAGED_BLOCKS, 1, 128, &comm->staged_blocks));
+  static const char *const none_mpi_all[] = {"0", "auto", "1"}; /* check_calls 0, 1, 2 */
+  GC_CHECK(gc__param_word(GC_PARAM_CHECK_CALLS, none_mpi_all, 3, &comm->check_calls));
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),
@@ -183,6 +185,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   GC_CHECK(gc__boot_min_int(comm, &state));
   GC_CHECK(r);
   if (state == 0) return GC_FAIL(NULL, GC_ERR_REMOTE, "another rank failed to read its parameters or set up its GPU");
+  /* The most checking any rank asks for: a check one rank made alone would wait for the others. */
+  int fewest = -comm->check_calls;
+  GC_CHECK(gc__boot_min_int(comm, &fewest));
+  comm->check_calls = -fewest;
   comm->all_gpu = state == 2;
   if (comm->all_gpu) GC_CHECK(gc__transport_init(comm));
   if (comm->p2p_ready) { /* grids and clusters are sized from these: the least over the node's GPUs */

@@ -514,9 +514,29 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
   X->add_dev = is_dev(comm, X->add);
 }
 
+/* The MPI path's calls compare what shapes their MPI traffic and results (callcheck.c): counts,
+ * types, op, root, epilogue and chunk; not the algorithm, which the path ignores, nor where
+ * buffers lie, which each rank stages on its own. */
+static gc__call_sig_t mpi_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
+                              const gc_options_t *opts) {
+  gc__call_sig_t sig = gc__call_sig(call, count, dtype, opts);
+  sig.v[GC_SIG_OP] = (uint64_t)op;
+  sig.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
+  sig.v[GC_SIG_ALGO] = sig.v[GC_SIG_MAX_BLOCKS] = 0;
+  sig.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
+  return sig;
+}
+
+static gc_result_t same_mpi_call(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
+                                 int root, const gc_options_t *opts) {
+  gc__call_sig_t sig = mpi_sig(comm, call, count, dtype, op, root, opts);
+  return gc__same_call(comm, 1, &sig);
+}
+
 gc_result_t gc__mpi_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
                               const gc__mpi_mix_t *mix, cudaStream_t stream) {
+  GC_CHECK(same_mpi_call(comm, GC_CALL_MPI_ALLREDUCE, count, dtype, op, 0, opts));
   if (count == 0) return GC_SUCCESS;
   rctx_t X;
   rctx_common(&X, comm, send, recv, dtype, op, opts, stream);
@@ -541,9 +561,18 @@ gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,
                                   const size_t *counts, gc_dtype_t dtype, gc_op_t op,
                                   const gc_options_t *opts, cudaStream_t stream) {
   int n = comm->size;
-  size_t maxc = 0;
-  for (int r = 0; r < n; r++)
+  size_t maxc = 0, total = 0;
+  for (int r = 0; r < n; r++) {
     if (counts[r] > maxc) maxc = counts[r];
+    total += counts[r];
+  }
+  {
+    gc__call_sig_t sig = mpi_sig(comm, GC_CALL_MPI_REDUCESCATTER, total, dtype, op, 0, opts);
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the part sizes */
+    for (int r = 0; r < n; r++) h = (h ^ counts[r]) * 0x100000001b3ull;
+    sig.v[GC_SIG_PARTS] = h;
+    GC_CHECK(gc__same_call(comm, 1, &sig));
+  }
   if (maxc == 0) return GC_SUCCESS; /* the same decision on every rank: counts are shared */
   rctx_t X;
   rctx_common(&X, comm, send, recv, dtype, op, opts, stream);
@@ -571,6 +600,7 @@ gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,
 
 gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, cudaStream_t stream) {
+  GC_CHECK(same_mpi_call(comm, GC_CALL_MPI_ALLGATHER, count, dtype, GC_SUM, 0, NULL));
   if (count == 0) return GC_SUCCESS;
   size_t isz = gc_dtype_size(dtype);
   int n = comm->size, me = comm->rank;
@@ -638,6 +668,7 @@ out:
 
 gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, int root, cudaStream_t stream) {
+  GC_CHECK(same_mpi_call(comm, GC_CALL_MPI_BROADCAST, count, dtype, GC_SUM, root, NULL));
   if (count == 0) return GC_SUCCESS;
   size_t isz = gc_dtype_size(dtype);
   int is_root = comm->rank == root;

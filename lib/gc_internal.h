@@ -35,7 +35,8 @@
   XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
   XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
-  XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)")
+  XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)") \
+  XX(CHECK_CALLS, "GC_CHECK_CALLS", "auto", "ranks compare each call's arguments first: auto (the MPI path's calls), 1 (every call), 0 (none)")
 
 typedef enum gc__param {
 #define GC__PARAM_ENUM(id, env, def, doc) GC_PARAM_##id,
@@ -221,6 +222,7 @@ struct gc_comm {
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
+  int check_calls;        /* from GC_CHECK_CALLS, the most any rank asks: 0 none, 1 the MPI path, 2 every call */
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
   size_t mpi_stage_bytes;
@@ -334,7 +336,46 @@ GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root);
 GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
 GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
+/* The least of each of n values over the communicator, in place. */
+GC_HIDDEN gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n);
 GC_HIDDEN int gc__boot_query_cuda_aware(void);
+
+/* callcheck.c: every rank compares a call's arguments before the call moves data (GC_CHECK_CALLS).
+ * A signature holds what must be the same on every rank; fields a call has not are 0. */
+typedef enum {
+  GC_SIG_CALL,       /* a gc__call_kind_t */
+  GC_SIG_COUNT,      /* count (recvcount, sendcount; 2-D and rmsnorm: rows) */
+  GC_SIG_COLS,       /* 2-D reduce-scatter and rmsnorm: columns */
+  GC_SIG_AXIS,       /* 2-D reduce-scatter: axis */
+  GC_SIG_PARTS,      /* the MPI path's reduce-scatter: a hash of every rank's part size */
+  GC_SIG_DTYPE,
+  GC_SIG_OP,
+  GC_SIG_ROOT,
+  GC_SIG_OUT_DTYPE,
+  GC_SIG_SCALE,      /* the epilogue's scale, its bits */
+  GC_SIG_ADD,        /* 1 with an add vector (rmsnorm: bit 0 a residual, bit 1 a residual_out) */
+  GC_SIG_ALGO,
+  GC_SIG_MAX_BLOCKS,
+  GC_SIG_HOST,       /* 1 when the call's buffers are on the host */
+  GC_SIG_CHUNK,      /* the MPI path's chunk (GC_MPI_CHUNK_BYTES) */
+  GC_SIG_FIELDS
+} gc__sig_field_t;
+typedef enum {
+  GC_CALL_ALLREDUCE, GC_CALL_REDUCESCATTER, GC_CALL_REDUCESCATTER_2D, GC_CALL_ALLGATHER, GC_CALL_BROADCAST,
+  GC_CALL_REDUCESCATTER_ALLREDUCE, GC_CALL_ALLREDUCE_ALLGATHER, GC_CALL_RMSNORM,
+  GC_CALL_MPI_ALLREDUCE, GC_CALL_MPI_REDUCESCATTER, GC_CALL_MPI_ALLGATHER, GC_CALL_MPI_BROADCAST,
+  GC_NUM_CALL_KINDS
+} gc__call_kind_t;
+typedef struct gc__call_sig {
+  uint64_t v[GC_SIG_FIELDS];
+} gc__call_sig_t;
+/* A signature of kind `call` with dtype and, from o (may be NULL; read as given, GC_DTYPE_SAME =
+ * dtype), the options that must agree. */
+GC_HIDDEN gc__call_sig_t gc__call_sig(gc__call_kind_t call, size_t count, gc_dtype_t dtype, const gc_options_t *o);
+/* Collective when comm->check_calls >= level (1: the MPI path, 2: every call), else nothing:
+ * GC_ERR_INVALID_ARGUMENT on every rank, naming the first field that differs and two ranks that
+ * differ in it, when the ranks' signatures are not all the same. */
+GC_HIDDEN gc_result_t gc__same_call(gc_comm_t comm, int level, const gc__call_sig_t *sig);
 
 /* fallback.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one

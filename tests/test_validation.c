@@ -256,6 +256,63 @@ static void test_use_after_destroy(void) {
   teardown();
 }
 
+/* Calls that differ between ranks: every rank gets GC_ERR_INVALID_ARGUMENT naming the field, where
+ * calls are compared (GC_CHECK_CALLS: the MPI path's by default, every call with 1); without the
+ * comparison the MPI path's count mismatches ended the process inside MPI (MPI_ERR_TRUNCATE). The
+ * communicator stays usable. */
+#define DIFFER(field, call) expect_differ((call), (field), #call, __LINE__)
+static void expect_differ(gc_result_t got, const char *field, const char *text, int line) {
+  const char *msg = gc_comm_last_error(gc_test_comm);
+  char want[96];
+  snprintf(want, sizeof want, "calls differ in %s (", field);
+  int ok = got == GC_ERR_INVALID_ARGUMENT && strstr(msg, want) != NULL;
+  if (!ok)
+    fprintf(stderr, "[rank %d] line %d: %s returned %s, message \"%s\" (want GC_ERR_INVALID_ARGUMENT, \"%s\")\n",
+            gc_test_rank, line, text, gc_result_name(got), msg, want);
+  CU_ASSERT(ok);
+  CLEAR();
+}
+
+static void test_calls_differ(void) {
+  const gc_comm_t comm = gc_test_comm;
+  const int mpi_path = !gc_test_on_gpu || !comm->p2p_ready || comm->forced_algo == GC_ALGO_MPI;
+  const int every = comm->check_calls == 2;
+  if (gc_test_size < 2 || !(every || (comm->check_calls == 1 && mpi_path))) {
+    gc_test_note("calls that differ: not compared here (one rank, or kernels with GC_CHECK_CALLS unset)");
+    return;
+  }
+  setup();
+  CLEAR();
+  const int odd = gc_test_rank == gc_test_size - 1; /* the rank whose call differs */
+  DIFFER("count", gc_allreduce(buf_a, buf_b, odd ? 5 : 4, GC_FLOAT32, GC_SUM, comm, NULL));
+  DIFFER("dtype", gc_allreduce(buf_a, buf_b, 4, odd ? GC_INT32 : GC_FLOAT32, GC_SUM, comm, NULL));
+  DIFFER("op", gc_allreduce(buf_a, buf_b, 4, GC_FLOAT32, odd ? GC_MAX : GC_SUM, comm, NULL));
+  gc_options_t scaled = GC_OPTIONS_INIT;
+  scaled.scale = odd ? 0.5 : 1.0;
+  DIFFER("options.scale", gc_allreduce_ex(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, comm, NULL, &scaled));
+  DIFFER("count", gc_reducescatter(buf_a, buf_b, odd ? 2 : 1, GC_FLOAT32, GC_SUM, comm, NULL));
+  DIFFER("count", gc_allgather(buf_a, buf_b, odd ? 2 : 1, GC_FLOAT32, comm, NULL));
+  DIFFER("root", gc_broadcast(buf_a, buf_b, 4, GC_FLOAT32, odd ? 1 : 0, comm, NULL));
+  /* 24 elements each, split into other parts: 3 x 8 by rows against 4 x 6 (the MPI path sees the
+   * same total and compares the parts' sizes) */
+  DIFFER(every ? "count" : "parts", gc_reducescatter_2d(buf_a, buf_b, odd ? 3 : 4, odd ? 8 : 6, 0, GC_FLOAT32, GC_SUM,
+                                                       comm, NULL, NULL));
+  DIFFER("collective", odd ? gc_allgather(buf_a, buf_b, 1, GC_FLOAT32, comm, NULL)
+                           : gc_broadcast(buf_a, buf_b, 1, GC_FLOAT32, 0, comm, NULL));
+  if (every) /* an argument this rank alone would refuse: all refuse together */
+    DIFFER("dtype", gc_allgather(buf_a, buf_b, 1, odd ? (gc_dtype_t)1000 : GC_FLOAT32, comm, NULL));
+  /* then a matching call runs and is right */
+  gc_test_fill(buf_a, 4, GC_FLOAT32, gc_test_rank, 77);
+  GC_TEST_OK(gc_allreduce(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, comm, NULL));
+  GC_TEST_OK(gc_synchronize(comm, NULL));
+  float out[4];
+  gc_test_download(out, buf_b, sizeof out);
+  gc_test_red_t R;
+  gc_test_red_init(&R, GC_FLOAT32, GC_SUM, 77);
+  CU_ASSERT_EQUAL(gc_test_check_red("allreduce after calls that differed", &R, out, 4, 1), 0);
+  teardown();
+}
+
 static void test_config_version(void) {
   gc_comm_t c = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
@@ -276,6 +333,7 @@ void gc_test_suite_validation(void) {
                                          {"pointer of another GPU", test_other_gpu},
                                          {"use after destroy", test_use_after_destroy},
                                          {"config version", test_config_version},
+                                         {"calls that differ between ranks", test_calls_differ},
                                          {NULL, NULL}};
   gc_test_add_suite("validation", tests);
 }
