@@ -49,6 +49,7 @@ gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg)
 
   GC_MPI_CHECK(NULL, MPI_Comm_dup(user, &comm->mpi));
   GC_MPI_CHECK(NULL, MPI_Comm_set_errhandler(comm->mpi, MPI_ERRORS_RETURN));
+  GC_MPI_CHECK(NULL, MPI_Comm_dup(comm->mpi, &comm->meet));
   GC_MPI_CHECK(NULL, MPI_Comm_rank(comm->mpi, &comm->rank));
   GC_MPI_CHECK(NULL, MPI_Comm_size(comm->mpi, &comm->size));
 
@@ -82,6 +83,7 @@ void gc__boot_destroy(gc_comm_t comm) {
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (comm->local != MPI_COMM_NULL && comm->local != 0) MPI_Comm_free(&comm->local);
+  if (comm->meet != MPI_COMM_NULL && comm->meet != 0) MPI_Comm_free(&comm->meet);
   if (comm->mpi != MPI_COMM_NULL && comm->mpi != 0) MPI_Comm_free(&comm->mpi);
 }
 
@@ -145,9 +147,12 @@ gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
   return bcast_over(comm, comm->mpi, buf, bytes, root);
 }
 
+/* On comm->meet: after a timeout a rank may hold a request on comm->mpi that its peers never
+ * matched (gc__boot_wait leaves it), and a barrier there would meet it on the ranks that come
+ * later (gc_comm_destroy after a lone call that timed out ended the process inside MPI). */
 gc_result_t gc__boot_barrier(gc_comm_t comm) {
   MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Ibarrier(comm->mpi, &req));
+  GC_MPI_CHECK(comm, MPI_Ibarrier(comm->meet, &req));
   return gc__boot_wait(comm, &req, "barrier");
 }
 

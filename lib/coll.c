@@ -752,7 +752,9 @@ static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t co
   gc__call_sig_t sig = gc__call_sig(call, count, dtype, opts);
   sig.v[GC_SIG_OP] = (uint64_t)(int64_t)op;
   sig.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
-  sig.v[GC_SIG_HOST] = buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
+  /* Where kernels may run, all ranks pass device buffers or all host ones; on the MPI path alone
+   * (no peer access, a rank without a GPU) each rank may pass either. */
+  sig.v[GC_SIG_HOST] = comm->p2p_ready && buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
   sig.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
   return sig;
 }

@@ -221,7 +221,7 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
   }
   gc_comm_t comm = calloc(1, sizeof *comm);
   if (!comm) return GC_FAIL(NULL, GC_ERR_SYSTEM, "gc_comm_init: out of host memory");
-  comm->mpi = comm->local = MPI_COMM_NULL;
+  comm->mpi = comm->local = comm->meet = MPI_COMM_NULL;
   comm->device = -1;
   comm->mm.fd = -1;
   gc_result_t r = comm_setup(comm, user, &c);

@@ -192,6 +192,8 @@ typedef struct gc__transport {
 struct gc_comm {
   MPI_Comm mpi;       /* our duplicate of the user's communicator, MPI_ERRORS_RETURN */
   MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
+  MPI_Comm meet;      /* a duplicate that carries only gc__boot_barrier: a barrier never meets a
+                         request a timeout left behind on mpi (it would fail as MPI_ERR_TRUNCATE) */
   int rank, size;
   int local_rank, local_size, node_count;
   int node_size_min, node_size_max; /* the fewest and most ranks of a node */

@@ -136,6 +136,43 @@ static void test_rank_without_gpu(void) {
   GC_TEST_OK(gc_allreduce(in, out, 3, GC_FLOAT32, GC_SUM, c, NULL));
   CU_ASSERT(out[0] == (float)gc_test_size && out[1] == 2.0f * (float)gc_test_size &&
             out[2] == (float)(gc_test_size * (gc_test_size - 1) / 2));
+  /* The ranks with a GPU pass device buffers, the one without host buffers: the MPI path stages
+   * each rank's own (and GC_CHECK_CALLS=1 must not take the kinds for calls that differ). */
+  float *dev = NULL, back[3] = {0};
+  if (cfg.use_gpu) {
+    CU_ASSERT_EQUAL_FATAL(cudaMalloc((void **)&dev, 2 * sizeof in), cudaSuccess);
+    CU_ASSERT_EQUAL(cudaMemcpy(dev, in, sizeof in, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  GC_TEST_OK(gc_allreduce(dev ? dev : in, dev ? dev + 3 : back, 3, GC_FLOAT32, GC_SUM, c, NULL));
+  GC_TEST_OK(gc_synchronize(c, NULL));
+  if (dev) {
+    CU_ASSERT_EQUAL(cudaMemcpy(back, dev + 3, sizeof back, cudaMemcpyDeviceToHost), cudaSuccess);
+    CU_ASSERT_EQUAL(cudaFree(dev), cudaSuccess);
+  }
+  CU_ASSERT(memcmp(back, out, sizeof out) == 0);
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
+/* Only rank 0 calls, on host buffers (the MPI path): its wait for the others times out after 300
+ * ms and leaves its MPI request behind; then every rank destroys the communicator. The closing
+ * barrier used to meet that request on the other ranks and end the process (MPI_ERR_TRUNCATE). */
+static void test_lone_mpi_call(void) {
+  if (gc_test_size < 2) {
+    gc_test_note("a lone call on the MPI path needs 2+ ranks; skipped");
+    return;
+  }
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = 0;
+  cfg.timeout_ms = 300;
+  gc_comm_t c = NULL;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  float in[1000] = {0}, out[1000];
+  if (gc_test_rank == 0) {
+    CU_ASSERT_EQUAL(gc_allreduce(in, out, 1000, GC_FLOAT32, GC_SUM, c, NULL), GC_ERR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "GC_TIMEOUT_MS"));
+    CU_ASSERT_EQUAL(gc_allreduce(in, out, 1000, GC_FLOAT32, GC_SUM, c, NULL), GC_ERR_TIMEOUT); /* sticky */
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   GC_TEST_OK(gc_comm_destroy(c));
 }
 
@@ -249,6 +286,7 @@ void gc_test_suite_comm(void) {
       {"init variants", test_init_variants},
       {"init fails on every rank", test_init_fails_on_every_rank},
       {"a rank without its GPU", test_rank_without_gpu},
+      {"a lone call on the MPI path times out, then destroy", test_lone_mpi_call},
       {"local size override", test_local_size_override},
       {"params and version", test_params_and_version},
       {"multimem refused", test_multimem_refused},

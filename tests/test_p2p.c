@@ -644,6 +644,10 @@ static void timeout_case(gc_algo_t algo, int kind) {
 
 static void test_forced_timeout(void) {
   if (!gc_test_peer_gpus("forced timeout", 2)) return;
+  if (gc_test_comm->check_calls == 2) { /* the lone call would time out comparing, on the host */
+    gc_test_note("forced timeout: kernels' timeouts need GC_CHECK_CALLS unset; skipped");
+    return;
+  }
   timeout_case(GC_ALGO_TWOSHOT, T_ALLREDUCE);
   timeout_case(GC_ALGO_ONESHOT_LL, T_ALLREDUCE);
   timeout_case(GC_ALGO_TWOSHOT_PUSH, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
