@@ -393,6 +393,10 @@ static void test_skewed_ranks(void) {
  * a call on another communicator afterwards is right. */
 static void test_timeout(void) {
   if (!gc_test_peer_gpus("rmsnorm forced timeout", 2)) return;
+  if (gc_test_comm->check_calls == 2) { /* the lone call would time out comparing, on the host */
+    gc_test_note("rmsnorm forced timeout: kernels' timeouts need GC_CHECK_CALLS unset; skipped");
+    return;
+  }
   static const gc_algo_t algos[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT};
   for (int a = 0; a < 3; a++)
     for (size_t rows = 1; rows <= 100; rows += 99) {
