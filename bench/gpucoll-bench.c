@@ -232,6 +232,15 @@ static int parse_int(const char *s, int lo, int *out) {
   return 0;
 }
 
+/* A number from lo to hi (so not NaN nor infinite). */
+static int parse_real(const char *s, double lo, double hi, double *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end || !(v >= lo && v <= hi)) return 1;
+  *out = v;
+  return 0;
+}
+
 static int parse_coll(const char *s, int *out) {
   for (int c = 0; c < NUM_COLLS; c++) {
     if (strcmp(s, coll_names[c]) == 0) {
@@ -286,20 +295,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
       case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M; at most 1048576G)"; break;
       case 'e': bad = parse_size(optarg, &o->max_bytes); why = "-e wants a size (8, 1K, 64M; at most 1048576G)"; break;
       case 'i': bad = parse_size(optarg, &o->step_bytes) || o->step_bytes == 0; why = "-i wants a size > 0"; break;
-      case 'f': {
-        char *end;
-        o->step_factor = strtod(optarg, &end);
-        bad = end == optarg || *end || !(o->step_factor >= 1.0 && o->step_factor <= 1024.0);
-        why = "-f wants a factor from 1 to 1024";
-        break;
-      }
-      case 'T': {
-        char *end;
-        o->timeout_s = strtod(optarg, &end);
-        bad = end == optarg || *end || !(o->timeout_s >= 0.0 && o->timeout_s <= 1e6);
-        why = "-T wants seconds from 0 to 1000000";
-        break;
-      }
+      case 'f': bad = parse_real(optarg, 1.0, 1024.0, &o->step_factor); why = "-f wants a factor from 1 to 1024"; break;
+      case 'T': bad = parse_real(optarg, 0.0, 1e6, &o->timeout_s); why = "-T wants seconds from 0 to 1000000"; break;
       case 'n': bad = parse_int(optarg, 1, &o->iters); why = "-n wants an integer >= 1"; break;
       case 'w': bad = parse_int(optarg, 0, &o->warmup); why = "-w wants an integer >= 0"; break;
       case 'c': bad = parse_int(optarg, 0, &o->check) || o->check > 1; why = "-c wants 0 or 1"; break;

@@ -29,11 +29,15 @@ static uint64_t bits_of(double d) {
   return u;
 }
 
-gc__call_sig_t gc__call_sig(gc__call_kind_t call, size_t count, gc_dtype_t dtype, const gc_options_t *o) {
+gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
+                            const gc_options_t *o) {
   gc__call_sig_t s;
   memset(&s, 0, sizeof s);
   s.v[GC_SIG_CALL] = (uint64_t)call;
   s.v[GC_SIG_COUNT] = count;
+  s.v[GC_SIG_OP] = (uint64_t)(int64_t)op;
+  s.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
+  s.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
   s.v[GC_SIG_DTYPE] = (uint64_t)(int64_t)dtype;
   s.v[GC_SIG_OUT_DTYPE] = (uint64_t)(int64_t)dtype;
   s.v[GC_SIG_SCALE] = bits_of(1.0);

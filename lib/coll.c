@@ -749,13 +749,10 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
  * whatever GC_CHECK_CALLS says but 0. */
 static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
                                  int root, const gc_options_t *opts, const void *buf) {
-  gc__call_sig_t sig = gc__call_sig(call, count, dtype, opts);
-  sig.v[GC_SIG_OP] = (uint64_t)(int64_t)op;
-  sig.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
+  gc__call_sig_t sig = gc__call_sig(comm, call, count, dtype, op, root, opts);
   /* Where kernels may run, all ranks pass device buffers or all host ones; on the MPI path alone
    * (no peer access, a rank without a GPU) each rank may pass either. */
   sig.v[GC_SIG_HOST] = comm->p2p_ready && buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
-  sig.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
   return sig;
 }
 

@@ -519,11 +519,8 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
  * buffers lie, which each rank stages on its own. */
 static gc__call_sig_t mpi_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
                               const gc_options_t *opts) {
-  gc__call_sig_t sig = gc__call_sig(call, count, dtype, opts);
-  sig.v[GC_SIG_OP] = (uint64_t)op;
-  sig.v[GC_SIG_ROOT] = (uint64_t)(int64_t)root;
+  gc__call_sig_t sig = gc__call_sig(comm, call, count, dtype, op, root, opts);
   sig.v[GC_SIG_ALGO] = sig.v[GC_SIG_MAX_BLOCKS] = 0;
-  sig.v[GC_SIG_CHUNK] = comm->mpi_chunk_bytes;
   return sig;
 }
 

@@ -371,9 +371,10 @@ typedef enum {
 typedef struct gc__call_sig {
   uint64_t v[GC_SIG_FIELDS];
 } gc__call_sig_t;
-/* A signature of kind `call` with dtype and, from o (may be NULL; read as given, GC_DTYPE_SAME =
- * dtype), the options that must agree. */
-GC_HIDDEN gc__call_sig_t gc__call_sig(gc__call_kind_t call, size_t count, gc_dtype_t dtype, const gc_options_t *o);
+/* A signature of kind `call`: count, dtype, op, root, comm's MPI chunk and, from o (may be NULL;
+ * read as given, GC_DTYPE_SAME = dtype), the options that must agree. */
+GC_HIDDEN gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
+                                      int root, const gc_options_t *o);
 /* Collective when comm->check_calls >= level (1: the MPI path, 2: every call), else nothing:
  * GC_ERR_INVALID_ARGUMENT on every rank, naming the first field that differs and two ranks that
  * differ in it, when the ranks' signatures are not all the same. */
