@@ -1,6 +1,7 @@
 /* bootstrap.c — the MPI control plane: communicator duplication, node-local split, exchanges of
  * handles, bounded barriers, CUDA-aware detection. */
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,27 @@ void gc__boot_destroy(gc_comm_t comm) {
   if (comm->mpi != MPI_COMM_NULL && comm->mpi != 0) MPI_Comm_free(&comm->mpi);
 }
 
+/* Buffers a timed-out request may still write, kept until the process ends: MPI forbids freeing
+ * the request, so its buffers stay allocated and reachable (not lost: a leak checker sees them). */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **parked;
+static size_t parked_count, parked_cap;
+
+void gc__park(void *p) {
+  if (!p) return;
+  pthread_mutex_lock(&parked_lock);
+  if (parked_count == parked_cap) {
+    size_t cap = parked_cap ? 2 * parked_cap : 16;
+    void **grown = realloc(parked, cap * sizeof *grown);
+    if (grown) {
+      parked = grown;
+      parked_cap = cap;
+    }
+  }
+  if (parked_count < parked_cap) parked[parked_count++] = p; /* else it stays allocated, unlisted */
+  pthread_mutex_unlock(&parked_lock);
+}
+
 /* The control plane's collectives go on heap copies of their buffers: a request that timed out
  * may still write its buffer whenever MPI next makes progress (a late peer), long after the
  * caller's stack frame is gone, so on a timeout (or an MPI error) the copy is left allocated. */
@@ -116,7 +138,10 @@ static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, 
     return gc__mpi_fail(comm, e, what, __FILE__, __LINE__);
   }
   gc_result_t r = gc__boot_wait(comm, &req, what);
-  if (r != GC_SUCCESS) return r; /* the copy stays: MPI may still write it */
+  if (r != GC_SUCCESS) {
+    gc__park(copy); /* MPI may still write it */
+    return r;
+  }
   memcpy(out, result, out_bytes);
   free(copy);
   return GC_SUCCESS;

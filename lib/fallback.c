@@ -475,7 +475,9 @@ static gc_result_t reduce_run(rctx_t *X, size_t max_in, size_t max_mine) {
 
   rc = reduce_rounds(X);
   if (rc == GC_ERR_TIMEOUT) {
-    /* MPI may still write the scratch buffers: leave them allocated (see gc__boot_wait). */
+    /* MPI may still use the scratch buffers: kept (see gc__boot_wait) */
+    void *kept[] = {X->scount, X->gath, X->slice, X->R.acc, X->hpack[0]};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) gc__park(kept[i]);
     return rc;
   }
   if (any_dev) {

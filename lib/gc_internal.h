@@ -332,6 +332,8 @@ GC_HIDDEN gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine,
 /* Over the ranks of this node: local rank 0's bytes to all; the least value of all. */
 GC_HIDDEN gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes);
 GC_HIDDEN gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value);
+/* Keeps p allocated and reachable until the process ends: a buffer a timed-out request may write. */
+GC_HIDDEN void gc__park(void *p);
 /* Waits for a nonblocking MPI request, bounded by comm->timeout_ms (then GC_ERR_TIMEOUT, sticky). */
 GC_HIDDEN gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
