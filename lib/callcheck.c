@@ -90,8 +90,8 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
   }
 }
 
-gc_result_t gc__same_call(gc_comm_t comm, int level, const gc__call_sig_t *sig) {
-  if (comm->check_calls < level || comm->size == 1) return GC_SUCCESS;
+gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig) {
+  if (comm->size == 1) return GC_SUCCESS;
   /* The least of v and of ~v in one reduction: min(~v) = ~max(v). */
   uint64_t both[2 * GC_SIG_FIELDS];
   for (int i = 0; i < GC_SIG_FIELDS; i++) {

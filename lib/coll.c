@@ -745,8 +745,8 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
 
 /* GC_CHECK_CALLS=1: the ranks compare a public call's arguments, as given, before they are checked
  * here (so a rank that would refuse its own call alone is caught too) and before any data moves
- * (callcheck.c; `buf` tells host buffers from device ones). The MPI path compares its own calls
- * whatever GC_CHECK_CALLS says but 0. */
+ * (callcheck.c; `buf` tells host buffers from device ones). Under GC_CHECK_CALLS=auto the MPI
+ * path compares its own calls instead (fallback.c). */
 static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
                                  int root, const gc_options_t *opts, const void *buf) {
   gc__call_sig_t sig = gc__call_sig(comm, call, count, dtype, op, root, opts);
@@ -760,7 +760,7 @@ static gc_result_t same_call(gc_comm_t comm, gc__call_kind_t call, size_t count,
                              const gc_options_t *opts, const void *buf) {
   if (comm->check_calls < 2) return GC_SUCCESS;
   gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, root, opts, buf);
-  return gc__same_call(comm, 2, &sig);
+  return gc__same_call(comm, &sig);
 }
 
 /* recv_is_scratch: recv is the library's own device memory from cudaMallocAsync, which during graph
@@ -884,9 +884,9 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   return gc__mpi_reducescatter(comm, send, recv, sp->len, dtype, op, &o, (cudaStream_t)stream);
 }
 
-/* Validates the common arguments and builds the split; the caller frees sp->off. */
+/* Validates the common arguments and builds the split (the caller has checked the communicator's
+ * health); the caller frees sp->off. */
 static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op, split_t *sp) {
-  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(check_dtype(comm, dtype, 1));
   GC_CHECK(check_op(comm, op));
   memset(sp, 0, sizeof *sp);
@@ -898,7 +898,7 @@ static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t
 
 static gc_result_t reducescatter_ex_impl(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                                 gc_comm_t comm, void *stream, const gc_options_t *opts) {
-  GC_CHECK(gc__comm_health(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   GC_CHECK(same_call(comm, GC_CALL_REDUCESCATTER, recvcount, dtype, op, 0, opts, send));
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
@@ -928,12 +928,12 @@ gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_
 
 static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
-  GC_CHECK(gc__comm_health(comm));
+  GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   if (comm->check_calls >= 2) {
     gc__call_sig_t sig = public_sig(comm, GC_CALL_REDUCESCATTER_2D, rows, dtype, op, 0, opts, send);
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_AXIS] = (uint64_t)(int64_t)axis;
-    GC_CHECK(gc__same_call(comm, 2, &sig));
+    GC_CHECK(gc__same_call(comm, &sig));
   }
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
@@ -1402,7 +1402,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
     sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;
-    GC_CHECK(gc__same_call(comm, 2, &sig));
+    GC_CHECK(gc__same_call(comm, &sig));
   }
   GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
   gc_options_t o;

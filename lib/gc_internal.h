@@ -377,10 +377,10 @@ typedef struct gc__call_sig {
  * read as given, GC_DTYPE_SAME = dtype), the options that must agree. */
 GC_HIDDEN gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
                                       int root, const gc_options_t *o);
-/* Collective when comm->check_calls >= level (1: the MPI path, 2: every call), else nothing:
- * GC_ERR_INVALID_ARGUMENT on every rank, naming the first field that differs and two ranks that
- * differ in it, when the ranks' signatures are not all the same. */
-GC_HIDDEN gc_result_t gc__same_call(gc_comm_t comm, int level, const gc__call_sig_t *sig);
+/* Collective (callers ask comm->check_calls whether to call it): GC_ERR_INVALID_ARGUMENT on every
+ * rank, naming the first field that differs and two ranks that differ in it, when the ranks'
+ * signatures are not all the same. */
+GC_HIDDEN gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig);
 
 /* fallback.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one
