@@ -849,9 +849,10 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
   if (host) {
     free(full);
   } else {
-    cudaError_t e = cudaStreamSynchronize(stream);
-    cudaFree(full);
-    if (e != cudaSuccess && r == GC_SUCCESS) r = GC_FAIL(comm, GC_ERR_CUDA, "gc_reducescatter_2d: %s", cudaGetErrorString(e));
+    gc_result_t waited = gc__stream_wait(comm, stream, "gc_reducescatter_2d");
+    if (waited == GC_SUCCESS) cudaFree(full);
+    else gc__park(full); /* the stream may still read it; cudaFree would wait for it */
+    if (r == GC_SUCCESS) r = waited;
   }
   return r;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gc_internal.h"
 #include "gc_version.h"
@@ -385,8 +386,56 @@ gc_result_t gc__comm_health(gc_comm_t comm) {
   return GC_SUCCESS;
 }
 
+/* The host's bound on a wait for a stream: twice the kernels' own, so a gpucoll kernel that gave
+ * up on a peer (its clock starts when it starts waiting) is what gets reported. */
+static double stream_wait_bound_ms(gc_comm_t comm) { return 2.0 * comm->timeout_ms; }
+
+static double elapsed_ms(const struct timespec *t0) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) * 1e-6;
+}
+
+/* Polls query(handle) until it stops answering cudaErrorNotReady: back to back for the first 50
+ * ms (as a spinning cudaStreamSynchronize would; gpucoll-bench -z times these waits), then with
+ * 100 us naps, 1 ms ones after a second. */
+static gc_result_t bounded_wait(gc_comm_t comm, cudaError_t (*query)(void *), void *handle, const char *what) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double bound = stream_wait_bound_ms(comm);
+  for (;;) {
+    cudaError_t e = query(handle);
+    if (e == cudaSuccess) return GC_SUCCESS;
+    if (e != cudaErrorNotReady)
+      return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    double ms = elapsed_ms(&t0);
+    if (ms > bound) break;
+    if (ms > 50) {
+      struct timespec nap = {0, ms > 1000 ? 1000000L : 100000L};
+      nanosleep(&nap, NULL);
+    }
+  }
+  GC_CHECK(gc__comm_health(comm)); /* a gpucoll kernel gave up: that is the cause */
+  return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
+                 "%s: the stream's work did not finish within %.0f ms (twice GC_TIMEOUT_MS); work enqueued "
+                 "before gpucoll's (another library's kernel, say) may be stuck; the communicator stays "
+                 "usable once that work ends",
+                 what, bound);
+}
+
+static cudaError_t query_stream(void *s) { return cudaStreamQuery((cudaStream_t)s); }
+static cudaError_t query_event(void *ev) { return cudaEventQuery((cudaEvent_t)ev); }
+
+gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what) {
+  return bounded_wait(comm, query_stream, stream, what);
+}
+
+gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what) {
+  return bounded_wait(comm, query_event, event, what);
+}
+
 static gc_result_t synchronize(gc_comm_t comm, void *stream) {
-  if (comm->device >= 0) GC_CUDA_CHECK(comm, cudaStreamSynchronize((cudaStream_t)stream));
+  if (comm->device >= 0) GC_CHECK(gc__stream_wait(comm, stream, "gc_synchronize"));
   return gc__comm_health(comm);
 }
 

@@ -278,8 +278,7 @@ static gc_result_t strided_block(gc_comm_t comm, size_t elems, MPI_Datatype et, 
 
 /* Ends a call that touched device memory: everything enqueued on `stream` has finished. */
 static gc_result_t finish_stream(gc_comm_t comm, cudaStream_t stream) {
-  GC_CUDA_CHECK(comm, cudaStreamSynchronize(stream));
-  return GC_SUCCESS;
+  return gc__stream_wait(comm, stream, "MPI path: the call's copies");
 }
 
 /* ---- reductions: allreduce and reduce-scatter share one round structure ----------------- */
@@ -624,7 +623,7 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
   gc_result_t rc = GC_SUCCESS;
   evs_t ev = {.made = 0};
 
-  if (any_dev) CU_TRY(cudaStreamSynchronize(stream)); /* the input may still be being written on `stream` */
+  if (any_dev) RC_TRY(gc__stream_wait(comm, stream, "MPI path: the input's producer")); /* may still be writing */
   if (!direct) {
     RC_TRY(stage_reserve(comm, C * isz * (size_t)(recv_dev ? n + 1 : 1)));
     RC_TRY(evs_make(comm, &ev));
@@ -693,7 +692,7 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   if (any_dev) {
     if (is_root && send != recv)
       CU_TRY(cudaMemcpyAsync(recv, send, count * isz, cudaMemcpyDefault, stream));
-    CU_TRY(cudaStreamSynchronize(stream));
+    RC_TRY(gc__stream_wait(comm, stream, "MPI path: the input's producer"));
   } else if (is_root && send != recv) {
     memcpy(recv, send, count * isz);
   }

@@ -70,7 +70,7 @@ static gc_result_t memcpy_impl(gc_comm_t comm, void *dst, const void *src, size_
     return GC_SUCCESS;
   }
   GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm->stream));
-  GC_CUDA_CHECK(comm, cudaStreamSynchronize(comm->stream));
+  GC_CHECK(gc__stream_wait(comm, comm->stream, "gc_memcpy"));
   return GC_SUCCESS;
 }
 
@@ -88,7 +88,7 @@ static gc_result_t fill_random_impl(gc_comm_t comm, void *buf, size_t count, gc_
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_fill_random: %p is memory of another GPU", buf);
   if (kind == GC_PTR_DEVICE_OWN) {
     GC_CUDA_CHECK(comm, (cudaError_t)gc_kernel_fill_random(buf, count, dtype, seed, comm->stream));
-    GC_CUDA_CHECK(comm, cudaStreamSynchronize(comm->stream));
+    GC_CHECK(gc__stream_wait(comm, comm->stream, "gc_fill_random"));
     return GC_SUCCESS;
   }
   for (size_t i = 0; i < count; i++) gc__store_double(buf, i, dtype, gc__random_value(seed, i, dtype));

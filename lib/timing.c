@@ -59,11 +59,11 @@ static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaSt
     }
     /* One untimed replay: the first launch of a graph uploads it. */
     e = cudaGraphLaunch(exec, s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
       r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: graph warm-up: %s", cudaGetErrorString(e));
       goto destroy_graph;
     }
+    if ((r = gc__stream_wait(comm, s, "gc_time: graph warm-up")) != GC_SUCCESS) goto destroy_graph;
     if ((r = gc__comm_health(comm)) != GC_SUCCESS) goto destroy_graph;
   }
   /* Line the ranks up so the slowest rank's figure is not inflated by a late start. */
@@ -74,12 +74,12 @@ static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaSt
     else r = run_calls(fn, arg, s, iters);
   }
   if (e == cudaSuccess && r == GC_SUCCESS) e = cudaEventRecord(stop, s);
-  if (e == cudaSuccess && r == GC_SUCCESS) e = cudaEventSynchronize(stop);
   if (r != GC_SUCCESS) goto destroy_graph;
   if (e != cudaSuccess) {
     r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: timed run: %s", cudaGetErrorString(e));
     goto destroy_graph;
   }
+  if ((r = gc__event_wait(comm, stop, "gc_time: timed run")) != GC_SUCCESS) goto destroy_graph;
   if ((r = gc__comm_health(comm)) != GC_SUCCESS) goto destroy_graph;
   float ms = 0;
   cudaEventElapsedTime(&ms, start, stop);
@@ -103,7 +103,7 @@ static gc_result_t time_impl(gc_comm_t comm, gc_timed_fn fn, void *arg, void *st
   cudaStream_t s = (cudaStream_t)stream;
   if (comm->device >= 0 && s == NULL) s = comm->stream; /* legacy stream cannot be captured */
   GC_CHECK(run_calls(fn, arg, comm->device >= 0 ? (void *)s : NULL, warmup));
-  if (comm->device >= 0) GC_CUDA_CHECK(comm, cudaStreamSynchronize(s));
+  if (comm->device >= 0) GC_CHECK(gc__stream_wait(comm, s, "gc_time: warm-up"));
   double us = 0;
   if (comm->device >= 0) GC_CHECK(time_device(comm, fn, arg, s, iters, graph, &us));
   else GC_CHECK(time_host(comm, fn, arg, iters, &us));

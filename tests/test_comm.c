@@ -1,8 +1,10 @@
 /* test_comm.c — the communicator module: init variants, queries, the local-size override, the
- * parameter and algorithm tables, the multicast kill switch, destroy and use after destroy. */
+ * parameter and algorithm tables, the multicast kill switch, destroy and use after destroy, and
+ * the bounded waits for a stream that someone else's work holds up. */
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
 #include <mpi.h>
 
 #include <sys/mman.h>
@@ -176,6 +178,63 @@ static void test_lone_mpi_call(void) {
   GC_TEST_OK(gc_comm_destroy(c));
 }
 
+/* Someone else's work that does not end, as a host function on the stream: it holds the stream
+ * until the test releases it (or 30 s pass, so the test itself cannot hang). */
+static void CUDART_CB hold_stream(void *flag) {
+  for (int ms = 0; ms < 30000 && !__atomic_load_n((int *)flag, __ATOMIC_ACQUIRE); ms++) usleep(1000);
+}
+
+static gc_result_t enqueue_nothing(void *arg, void *stream) {
+  (void)arg;
+  (void)stream;
+  return GC_SUCCESS;
+}
+
+/* A wait for a stream held up by work that is not gpucoll's gives GC_ERR_STREAM_TIMEOUT after
+ * twice the communicator's timeout (here 2 x 400 ms), not a hang, and leaves the communicator
+ * usable: gc_synchronize, gc_time, gc_memcpy; then the work ends and an all-reduce is right. */
+static void test_stuck_stream(void) {
+  if (!gc_test_on_gpu) {
+    gc_test_note("a stuck stream needs a GPU; skipped");
+    return;
+  }
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.timeout_ms = 400;
+  gc_comm_t c = NULL;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(c, &stream));
+  static int released;
+  __atomic_store_n(&released, 0, __ATOMIC_RELEASE);
+  CU_ASSERT_EQUAL_FATAL(cudaLaunchHostFunc((cudaStream_t)stream, hold_stream, &released), cudaSuccess);
+
+  const double t0 = MPI_Wtime();
+  CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_STREAM_TIMEOUT);
+  const double took = MPI_Wtime() - t0;
+  CU_ASSERT(took >= 0.75 && took < 10.0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "gc_synchronize: the stream's work did not finish"));
+  double us = -1;
+  CU_ASSERT_EQUAL(gc_time(c, enqueue_nothing, NULL, stream, 1, 1, 0, &us), GC_ERR_STREAM_TIMEOUT);
+  CU_ASSERT_EQUAL(us, -1); /* outputs only on success */
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "gc_time: warm-up"));
+  float host[64], *dev = gc_test_alloc(sizeof host);
+  for (int i = 0; i < 64; i++) host[i] = 1.0f + (float)i;
+  CU_ASSERT_EQUAL(gc_memcpy(c, dev, host, sizeof host), GC_ERR_STREAM_TIMEOUT);
+
+  __atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+  GC_TEST_OK(gc_synchronize(c, stream));
+  GC_TEST_OK(gc_memcpy(c, dev, host, sizeof host));
+  GC_TEST_OK(gc_allreduce(dev, dev, 64, GC_FLOAT32, GC_SUM, c, stream));
+  GC_TEST_OK(gc_synchronize(c, stream));
+  float out[64];
+  gc_test_download(out, dev, sizeof out);
+  int wrong = 0;
+  for (int i = 0; i < 64; i++) wrong += out[i] != (1.0f + (float)i) * (float)gc_test_size;
+  CU_ASSERT_EQUAL(wrong, 0);
+  gc_test_free(dev);
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
 /* GC_LOCAL_SIZE (here via the config) splits one host into nodes: 2 ranks per "node". */
 static void test_local_size_override(void) {
   if (gc_test_size < 2 || gc_test_size % 2) {
@@ -292,6 +351,7 @@ void gc_test_suite_comm(void) {
       {"multimem refused", test_multimem_refused},
       {"file descriptor to local ranks", test_share_fd},
       {"use after destroy", test_use_after_destroy},
+      {"a stuck stream gives GC_ERR_STREAM_TIMEOUT, then works", test_stuck_stream},
       {NULL, NULL},
   };
   gc_test_add_suite("comm", tests);

@@ -67,7 +67,8 @@ extern "C" {
   XX(ERR_SYSTEM, 6, "a system call or allocation failed; set GC_DEBUG=WARN for details")            \
   XX(ERR_TIMEOUT, 7, "a peer did not arrive within GC_TIMEOUT_MS; destroy the communicator")        \
   XX(ERR_REMOTE, 8, "another rank failed; check its log (GC_DEBUG=WARN)")                           \
-  XX(ERR_INTERNAL, 9, "internal error in gpucoll; please report it with GC_DEBUG=INFO output")
+  XX(ERR_INTERNAL, 9, "internal error in gpucoll; please report it with GC_DEBUG=INFO output")    \
+  XX(ERR_STREAM_TIMEOUT, 10, "work on the stream (not gpucoll's) did not finish in time; the communicator stays usable")
 
 typedef enum gc_result {
 #define GC__RESULT_ENUM(name, value, msg) GC_##name = value,
@@ -203,7 +204,10 @@ GC_API gc_result_t gc_comm_stream(gc_comm_t comm, void **out);
 /* The dispatch table in force, as text (one row a line). Owned by the communicator. */
 GC_API const char *gc_comm_algo_table(gc_comm_t comm);
 
-/* Waits for `stream`, then reports any error a kernel recorded (GC_ERR_TIMEOUT). */
+/* Waits for `stream`, then reports any error a kernel recorded (GC_ERR_TIMEOUT). The wait is
+ * bounded by twice GC_TIMEOUT_MS: work on the stream that is not gpucoll's and never ends (an
+ * NCCL kernel whose peers never came, say) gives GC_ERR_STREAM_TIMEOUT instead of a hang. So do
+ * gc_time, gc_memcpy, gc_fill_random and the MPI path's waits for the caller's stream. */
 GC_API gc_result_t gc_synchronize(gc_comm_t comm, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
