@@ -69,6 +69,8 @@ struct gcb_nccl {
   fn_comm_destroy_t comm_destroy;
   fn_get_error_string_t get_error_string;
   fn_comm_get_async_error_t comm_get_async_error; /* NULL where absent (before 2.4) */
+  fn_comm_destroy_t comm_abort;                   /* ncclCommAbort; NULL where absent (before 2.4) */
+  char aborted[256];                              /* why, once gcb_nccl_abort ended it */
   fn_get_last_error_t get_last_error;             /* NULL where absent (before 2.13) */
   fn_allreduce_t allreduce;
   fn_reducescatter_t reducescatter;
@@ -135,6 +137,7 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
 #undef GCB_SYM
   *(void **)(&n->comm_get_async_error) = dlsym(n->dl, "ncclCommGetAsyncError");
   *(void **)(&n->get_last_error) = dlsym(n->dl, "ncclGetLastError");
+  *(void **)(&n->comm_abort) = dlsym(n->dl, "ncclCommAbort");
   gcb_ncclResult_t r = n->get_version(&n->version_code);
   if (r != 0) {
     set_err(err, errlen, "ncclGetVersion failed: %s", nccl_err(n, r));
@@ -264,6 +267,10 @@ static int map_op(gc_op_t op, gcb_ncclRedOp_t *out) {
 static int nccl_args(const gcb_nccl_t *n, gcb_coll_t coll, gc_dtype_t dtype, gc_op_t op, gcb_ncclDataType_t *dt,
                      gcb_ncclRedOp_t *rop, char *err, size_t errlen) {
   *rop = GCB_ncclSum;
+  if (n && n->aborted[0]) {
+    set_err(err, errlen, "the NCCL communicator was aborted (%s)", n->aborted);
+    return 1;
+  }
   if (!n || !n->comm) {
     set_err(err, errlen, "NCCL communicator not open");
     return 1;
@@ -341,6 +348,24 @@ int gcb_nccl_async_error(const gcb_nccl_t *n, char *err, size_t errlen) {
           last && *last ? "; " : "", last && *last ? last : "");
   return 1;
 }
+
+int gcb_nccl_abort(gcb_nccl_t *n, const char *why, char *err, size_t errlen) {
+  if (!n || !n->comm) return 0;
+  if (!n->comm_abort) {
+    set_err(err, errlen, "NCCL %s lacks ncclCommAbort: its kernels cannot be ended", n->version);
+    return 1;
+  }
+  gcb_ncclResult_t r = n->comm_abort(n->comm);
+  n->comm = NULL; /* freed by the abort, whatever it returned */
+  snprintf(n->aborted, sizeof n->aborted, "%s", why && *why ? why : "aborted");
+  if (r != 0) {
+    set_err(err, errlen, "ncclCommAbort: %s", nccl_err(n, r));
+    return 1;
+  }
+  return 0;
+}
+
+int gcb_nccl_aborted(const gcb_nccl_t *n) { return n && n->aborted[0]; }
 
 const char *gcb_nccl_version(const gcb_nccl_t *n) { return n ? n->version : ""; }
 

@@ -43,6 +43,15 @@ int gcb_nccl_run(gcb_nccl_t *nccl, gcb_coll_t coll, const void *send, void *recv
  * old to tell. Safe to call from a thread other than the one enqueueing calls. */
 int gcb_nccl_async_error(const gcb_nccl_t *nccl, char *err, size_t errlen);
 
+/* Ends this rank's NCCL communicator at once (ncclCommAbort), kernels in flight included: the way
+ * out when they wait for peers that never come. Later calls fail, naming `why`; gcb_nccl_close
+ * still frees the handle. Returns 0, or nonzero with a message (an NCCL before 2.4 has no abort:
+ * nothing is done). Only from the thread that enqueues calls, between calls. */
+int gcb_nccl_abort(gcb_nccl_t *nccl, const char *why, char *err, size_t errlen);
+
+/* 1 once gcb_nccl_abort ended the communicator. */
+int gcb_nccl_aborted(const gcb_nccl_t *nccl);
+
 /* "2.28.9" */
 const char *gcb_nccl_version(const gcb_nccl_t *nccl);
 

@@ -32,8 +32,8 @@ static int host_visible(const lgc_buffer_t *b) { return b->kind == LGC_HOST || b
 
 gc_result_t lgc_quiesce(lgc_comm_t *c) {
   if (c->device < 0) return GC_SUCCESS;
-  gc_result_t rc = gc_synchronize(c->comm, c->stream);
-  if (rc == GC_SUCCESS && c->stream != NULL) rc = gc_synchronize(c->comm, NULL);
+  gc_result_t rc = lgc_unstick(c, gc_synchronize(c->comm, c->stream), c->stream);
+  if (rc == GC_SUCCESS && c->stream != NULL) rc = lgc_unstick(c, gc_synchronize(c->comm, NULL), NULL);
   return rc;
 }
 

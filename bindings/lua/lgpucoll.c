@@ -45,6 +45,11 @@ int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...) {
 /* Expected failures come back as nil, message, code (like luaL_fileresult): the detailed message
  * the library recorded when there is one, else the code's sentence. */
 int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
+  if (c && c->note[0]) { /* lgc_unstick's account, once */
+    lgc_failmsg(L, gc_result_name(rc), "%s", c->note);
+    c->note[0] = '\0';
+    return 3;
+  }
   const char *detail = gc_comm_last_error(c ? c->comm : NULL);
   if (detail == NULL || detail[0] == '\0') detail = gc_strerror(rc);
   return lgc_failmsg(L, gc_result_name(rc), "%s", detail);
@@ -268,8 +273,10 @@ struct lgc_nccl {
   gcb_nccl_t *h; /* NULL once closed */
   lgc_comm_t *comm;
   lgc_nccl_t *next;
+  int used;      /* has enqueued calls: a stuck wait may be its doing */
+  void *stream;  /* of its last call */
 };
-static void nccl_release(lua_State *L, lgc_nccl_t *n);
+static gc_result_t nccl_release(lua_State *L, lgc_nccl_t *n);
 #endif
 
 /* Collective: closes NCCL handles and frees buffers made from it, then destroys it. */
@@ -277,6 +284,7 @@ static gc_result_t comm_release(lua_State *L, lgc_comm_t *c) {
   if (c->comm == NULL) return GC_SUCCESS;
 #ifdef LGC_HAVE_NCCL
   while (c->nccls) nccl_release(L, c->nccls);
+  c->note[0] = '\0'; /* a stuck NCCL call's account: the communicator goes anyway */
 #endif
   lgc_buffers_release(L, c);
   gc_result_t rc = gc_comm_destroy(c->comm);
@@ -328,7 +336,7 @@ static int m_tostring(lua_State *L) {
 static int m_sync(lua_State *L) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
   void *stream = lua_isnoneornil(L, 2) ? c->stream : check_stream(L, 2);
-  return lgc_ok(L, c, gc_synchronize(c->comm, stream));
+  return lgc_ok(L, c, lgc_unstick(c, gc_synchronize(c->comm, stream), stream));
 }
 
 /* comm:autotune([max_bytes [, dtype]]) — times every algorithm per collective up to max_bytes
@@ -818,7 +826,7 @@ static int m_time(lua_State *L) {
   int gc_was_running = lua_gc(L, LUA_GCISRUNNING);
   lua_gc(L, LUA_GCSTOP);
   c->busy++; /* fn may not close c inside gc_time */
-  gc_result_t rc = gc_time(c->comm, timed_call, &t, stream, warmup, iters, graph, &us);
+  gc_result_t rc = lgc_unstick(c, gc_time(c->comm, timed_call, &t, stream, warmup, iters, graph, &us), stream);
   c->busy--;
   if (gc_was_running) lua_gc(L, LUA_GCRESTART);
   if (t.err_ref != LUA_NOREF) {
@@ -837,8 +845,43 @@ static int m_time(lua_State *L) {
  * NCCL, loaded at run time by bench/nccl_loader.c, with the same collective signatures.
  * ------------------------------------------------------------------------------------------- */
 #ifdef LGC_HAVE_NCCL
-static void nccl_release(lua_State *L, lgc_nccl_t *n) {
+gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream) {
+  if (rc != GC_ERR_STREAM_TIMEOUT) return rc;
+  char *note = c->note;
+  size_t cap = sizeof c->note;
+  int len = snprintf(note, cap, "%s", gc_comm_last_error(c->comm));
+  int aborted = 0;
+  for (lgc_nccl_t *n = c->nccls; n; n = n->next) {
+    if (!n->h || !n->used || gcb_nccl_aborted(n->h)) continue;
+    char async[512] = "", err[512] = "";
+    gcb_nccl_async_error(n->h, async, sizeof async);
+    int failed = gcb_nccl_abort(n->h, "its kernels could not finish: a wait for them timed out", err, sizeof err);
+    if ((size_t)len < cap)
+      len += snprintf(note + len, cap - (size_t)len, "; %s NCCL communicator (rank %d/%d)%s%s%s", failed ? "could not abort the" : "aborted the",
+                      c->rank, c->size, async[0] ? ": " : "", async, failed ? "" : ", whose kernels could not finish");
+    if (failed && (size_t)len < cap) len += snprintf(note + len, cap - (size_t)len, " (%s)", err);
+    aborted += !failed;
+  }
+  if (!aborted) return rc;
+  /* The aborted kernels end now; what follows them on the stream still has to. */
+  gc_result_t again = gc_synchronize(c->comm, stream);
+  if ((size_t)len < cap)
+    snprintf(note + len, cap - (size_t)len, again == GC_SUCCESS ? "; the stream has finished since; open another with comm:nccl()"
+                                                                 : "; the stream is still not done: %s", gc_comm_last_error(c->comm));
+  return rc;
+}
+
+/* Closes n. ncclCommDestroy waits for the calls in flight, so they are waited for first, bounded
+ * (and aborted when stuck): the result of that wait, for close() to report. */
+static gc_result_t nccl_release(lua_State *L, lgc_nccl_t *n) {
+  gc_result_t rc = GC_SUCCESS;
   if (n->h) {
+    lgc_comm_t *c = n->comm;
+    if (n->used && !gcb_nccl_aborted(n->h)) {
+      rc = lgc_quiesce(c);
+      if (rc == GC_SUCCESS && n->stream != c->stream && n->stream != NULL)
+        rc = lgc_unstick(c, gc_synchronize(c->comm, n->stream), n->stream);
+    }
     gcb_nccl_close(n->h);
     n->h = NULL;
   }
@@ -849,6 +892,7 @@ static void nccl_release(lua_State *L, lgc_nccl_t *n) {
     }
   n->next = NULL;
   lgc_unanchor(L, n);
+  return rc;
 }
 
 static lgc_nccl_t *check_nccl(lua_State *L, int idx) {
@@ -867,7 +911,10 @@ static int nccl_collective(lua_State *L, coll_t k) {
   char err[512] = "";
   if (gcb_nccl_run(n->h, nccl_coll[k], call.send, call.recv, call.count, call.dtype, call.op,
                    call.root, call.stream, err, sizeof err) != 0)
-    return lgc_failmsg(L, gc_result_name(GC_ERR_REMOTE), "NCCL: %s", err);
+    return lgc_failmsg(L, gc_result_name(gcb_nccl_aborted(n->h) ? GC_ERR_INVALID_USAGE : GC_ERR_REMOTE),
+                       "NCCL: %s", err);
+  n->used = 1;
+  n->stream = call.stream;
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -884,22 +931,36 @@ static int n_version(lua_State *L) {
 
 static int n_close(lua_State *L) {
   lgc_nccl_t *n = luaL_checkudata(L, 1, LGC_NCCL);
-  if (n->h) nccl_release(L, n);
+  lgc_comm_t *c = n->comm;
+  return lgc_ok(L, c, n->h ? nccl_release(L, n) : GC_SUCCESS);
+}
+
+/* nc:abort() — ends this rank's NCCL communicator at once, calls in flight included (their
+ * kernels stop waiting for peers); its later calls fail. close() still releases it. */
+static int n_abort(lua_State *L) {
+  lgc_nccl_t *n = check_nccl(L, 1);
+  char err[512] = "";
+  if (gcb_nccl_abort(n->h, "by nc:abort()", err, sizeof err) != 0)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "NCCL: %s", err);
   lua_pushboolean(L, 1);
   return 1;
 }
 
 static int n_gc(lua_State *L) {
   lgc_nccl_t *n = luaL_checkudata(L, 1, LGC_NCCL);
-  if (n->h) nccl_release(L, n);
+  if (n->h) {
+    lgc_comm_t *c = n->comm;
+    nccl_release(L, n);
+    c->note[0] = '\0'; /* nobody to tell */
+  }
   return 0;
 }
 
 static int n_tostring(lua_State *L) {
   lgc_nccl_t *n = luaL_checkudata(L, 1, LGC_NCCL);
   if (n->h)
-    lua_pushfstring(L, "gpucoll.nccl (NCCL %s, rank %d/%d)", gcb_nccl_version(n->h), n->comm->rank,
-                    n->comm->size);
+    lua_pushfstring(L, "gpucoll.nccl (NCCL %s, rank %d/%d%s)", gcb_nccl_version(n->h), n->comm->rank,
+                    n->comm->size, gcb_nccl_aborted(n->h) ? ", aborted" : "");
   else
     lua_pushstring(L, "gpucoll.nccl (closed)");
   return 1;
@@ -908,6 +969,7 @@ static int n_tostring(lua_State *L) {
 static const luaL_Reg nccl_methods[] = {
     {"allreduce", n_allreduce}, {"reducescatter", n_reducescatter}, {"allgather", n_allgather},
     {"broadcast", n_broadcast}, {"version", n_version},             {"close", n_close},
+    {"abort", n_abort},
     {NULL, NULL}};
 
 /* comm:nccl() -> an NCCL communicator over the same ranks and device, or nil, msg, code.
@@ -934,6 +996,12 @@ static int m_nccl(lua_State *L) {
   return 1;
 }
 #else
+gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream) {
+  (void)c;
+  (void)stream;
+  return rc; /* no NCCL here: nothing of ours can be stuck */
+}
+
 static int m_nccl(lua_State *L) {
   lgc_checkcomm(L, 1);
   return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED),

@@ -1,0 +1,90 @@
+-- test_nccl_stuck.lua — a wait on NCCL work that cannot finish ends in GC_ERR_STREAM_TIMEOUT, not
+-- a hang: the NCCL communicator is aborted, the stream drains, gpucoll goes on (GPU, one rank per
+-- GPU; the stuck collective itself needs 2+ GPUs). gpucoll_hold is a test-only module.
+-- GPU: mpirun -np 2 gpucoll-lua run test_nccl_stuck.lua gpu=1   (LUA_CPATH finds gpucoll_hold.so)
+local gpucoll = require "gpucoll"
+local H = dofile((arg[0]:match("^(.*[/\\])") or "") .. "harness.lua")
+local test, eq = H.test, H.eq
+local hold = require "gpucoll_hold"
+
+local comm <close> = H.open(arg) -- the default timeout: the meeting points below outlast 1 s
+local rank, size = comm.rank, comm.size
+-- Waits on tc are bounded by 2 x 1000 ms.
+local tc <close> = assert(gpucoll.comm { timeout_ms = 1000 })
+
+local function meet()
+  local f <close> = comm:buffer(1, "int32", "host"):set(1, 1)
+  assert(comm:allreduce(f, f))
+  eq(f:get(1), size, "meeting")
+end
+
+-- A gpucoll all-reduce on tc: right after whatever went before.
+local function gpucoll_still_works()
+  local a <close> = tc:buffer(4096, "float32"):fill(7)
+  local r <close> = tc:buffer(4096, "float32"):poison()
+  assert(tc:allreduce(a, r, { op = "max" }))
+  local ref <close> = tc:buffer(4096, "float32", "host"):fill(7)
+  eq((r:compare(ref)), 0, "all-reduce after the abort")
+end
+
+local nc, why = tc:nccl()
+if not nc then
+  io.stderr:write("note: NCCL unavailable (", tostring(why), "); nothing to test\n")
+  H.finish(comm)
+  return
+end
+
+test("held stream after NCCL calls: the wait ends, NCCL is aborted", function()
+  local a <close> = tc:buffer(1024, "float32"):fill(1)
+  local b <close> = tc:buffer(1024, "float32")
+  assert(nc:allreduce(a, b))
+  assert(tc:sync())
+  hold.hold(tc.stream, 3.0) -- outlasts the 2 s bound, ends before a second one would
+  local t0 = hold.now()
+  local ok, msg, code = tc:sync()
+  local took = hold.now() - t0
+  eq(ok, nil, "sync on a held stream")
+  eq(code, "GC_ERR_STREAM_TIMEOUT", "code (" .. tostring(msg) .. ")")
+  assert(msg:find("gc_synchronize: the stream's work did not finish", 1, true), msg)
+  assert(msg:find("aborted the NCCL communicator", 1, true), msg)
+  assert(msg:find("the stream has finished since", 1, true), msg)
+  assert(took > 2.5 and took < 6, "took " .. took .. " s")
+  assert(tostring(nc):find("aborted"), tostring(nc))
+  local ok2, msg2, code2 = nc:allreduce(a, b)
+  eq(ok2, nil, "a call on the aborted communicator")
+  eq(code2, "GC_ERR_INVALID_USAGE", "its code")
+  assert(msg2:find("was aborted", 1, true), msg2)
+  assert(tc:sync(), "the next wait has nothing to report")
+  assert(nc:close())
+  gpucoll_still_works()
+end)
+
+if size >= 2 then
+  test("a collective only rank 0 calls: its wait ends, its NCCL is aborted", function()
+    meet()
+    local nc2 = assert(tc:nccl())
+    local a <close> = tc:buffer(1 << 20, "float32"):fill(2)
+    local b <close> = tc:buffer(1 << 20, "float32")
+    -- Once together first: NCCL connects its peers in the first call of a kind (on the host).
+    assert(nc2:allreduce(a, b))
+    assert(tc:sync())
+    meet()
+    if rank == 0 then
+      assert(nc2:allreduce(a, b)) -- the others never call: NCCL's kernel waits for them
+      local t0 = hold.now()
+      local ok, msg, code = tc:sync()
+      local took = hold.now() - t0
+      eq(ok, nil, "sync on the stuck collective")
+      eq(code, "GC_ERR_STREAM_TIMEOUT", "code (" .. tostring(msg) .. ")")
+      assert(msg:find("aborted the NCCL communicator", 1, true), msg)
+      assert(msg:find("the stream has finished since", 1, true), msg)
+      assert(took > 1.5 and took < 10, "took " .. took .. " s")
+    end
+    meet()
+    if rank ~= 0 then assert(nc2:abort()) end -- its peer is gone: no call on it can complete
+    assert(nc2:close())
+    gpucoll_still_works()
+  end)
+end
+
+H.finish(comm)
