@@ -414,7 +414,9 @@ class Comm:
         return bool(_s.gc_comm_peer_access(self._handle("peer_access"), int(peer)))
 
     def synchronize(self, stream=None):
-        """Waits for `stream` and reports any error a kernel recorded (Timeout)."""
+        """Waits for `stream` and reports any error a kernel recorded (Timeout). Gives up after
+        twice GC_TIMEOUT_MS when work on the stream that is not gpucoll's never ends
+        (StreamTimeout; the communicator stays usable once that work ends)."""
         _s.gc_synchronize(self._handle("synchronize"), _stream(stream, "synchronize"))
 
     # -- tuning
