@@ -69,6 +69,8 @@ static gc_result_t memcpy_impl(gc_comm_t comm, void *dst, const void *src, size_
     memmove(dst, src, bytes);
     return GC_SUCCESS;
   }
+  /* First the work before it: a copy to pageable memory would wait for it inside the driver. */
+  GC_CHECK(gc__stream_wait(comm, comm->stream, "gc_memcpy"));
   GC_CUDA_CHECK(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm->stream));
   GC_CHECK(gc__stream_wait(comm, comm->stream, "gc_memcpy"));
   return GC_SUCCESS;

@@ -30,7 +30,6 @@ typedef struct lgc_comm {
   lgc_buffer_t *buffers;   /* owning buffers still allocated; close() frees them */
   lgc_nccl_t *nccls;       /* NCCL communicators opened from it; close() closes them */
   int busy;                /* time() or compare() is calling back into Lua: close() refuses */
-  char note[1024];         /* lgc_unstick's account of a failed wait, for the next lgc_fail */
 } lgc_comm_t;
 
 struct lgc_buffer {
@@ -78,7 +77,8 @@ gc_result_t lgc_quiesce(lgc_comm_t *c);
 /* lgpucoll.c: after a wait for `stream` returned rc. GC_ERR_STREAM_TIMEOUT there means work that
  * is not gpucoll's never ended; in gpucoll-lua that is a call of an NCCL communicator made from
  * c whose peers never came. Every such communicator that ran calls is aborted (its kernels end),
- * the stream is waited for again, and c->note tells lgc_fail what happened. rc is returned. */
+ * the stream is waited for again, and the next lgc_fail of GC_ERR_STREAM_TIMEOUT (whichever comm
+ * it blames) tells what happened. rc is returned. */
 gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream);
 void lgc_buffer_register(lua_State *L);
 

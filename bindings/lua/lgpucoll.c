@@ -44,10 +44,13 @@ int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...) {
 
 /* Expected failures come back as nil, message, code (like luaL_fileresult): the detailed message
  * the library recorded when there is one, else the code's sentence. */
+/* lgc_unstick's account of the wait it just ended, for the failure that reports it. */
+static char unstick_note[1024];
+
 int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
-  if (c && c->note[0]) { /* lgc_unstick's account, once */
-    lgc_failmsg(L, gc_result_name(rc), "%s", c->note);
-    c->note[0] = '\0';
+  if (rc == GC_ERR_STREAM_TIMEOUT && unstick_note[0]) {
+    lgc_failmsg(L, gc_result_name(rc), "%s", unstick_note);
+    unstick_note[0] = '\0';
     return 3;
   }
   const char *detail = gc_comm_last_error(c ? c->comm : NULL);
@@ -284,7 +287,7 @@ static gc_result_t comm_release(lua_State *L, lgc_comm_t *c) {
   if (c->comm == NULL) return GC_SUCCESS;
 #ifdef LGC_HAVE_NCCL
   while (c->nccls) nccl_release(L, c->nccls);
-  c->note[0] = '\0'; /* a stuck NCCL call's account: the communicator goes anyway */
+  unstick_note[0] = '\0'; /* an account of those waits has nobody to tell */
 #endif
   lgc_buffers_release(L, c);
   gc_result_t rc = gc_comm_destroy(c->comm);
@@ -847,8 +850,8 @@ static int m_time(lua_State *L) {
 #ifdef LGC_HAVE_NCCL
 gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream) {
   if (rc != GC_ERR_STREAM_TIMEOUT) return rc;
-  char *note = c->note;
-  size_t cap = sizeof c->note;
+  char *note = unstick_note;
+  size_t cap = sizeof unstick_note;
   int len = snprintf(note, cap, "%s", gc_comm_last_error(c->comm));
   int aborted = 0;
   for (lgc_nccl_t *n = c->nccls; n; n = n->next) {
@@ -862,7 +865,10 @@ gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream) {
     if (failed && (size_t)len < cap) len += snprintf(note + len, cap - (size_t)len, " (%s)", err);
     aborted += !failed;
   }
-  if (!aborted) return rc;
+  if (!aborted) {
+    note[0] = '\0'; /* nothing of ours was stuck: the library's message says it all */
+    return rc;
+  }
   /* The aborted kernels end now; what follows them on the stream still has to. */
   gc_result_t again = gc_synchronize(c->comm, stream);
   if ((size_t)len < cap)
@@ -948,11 +954,8 @@ static int n_abort(lua_State *L) {
 
 static int n_gc(lua_State *L) {
   lgc_nccl_t *n = luaL_checkudata(L, 1, LGC_NCCL);
-  if (n->h) {
-    lgc_comm_t *c = n->comm;
-    nccl_release(L, n);
-    c->note[0] = '\0'; /* nobody to tell */
-  }
+  if (n->h) nccl_release(L, n);
+  unstick_note[0] = '\0'; /* an account of its wait has nobody to tell */
   return 0;
 }
 

@@ -382,6 +382,7 @@ def test_error_classes_cover_every_code():
              if isinstance(cls, type) and issubclass(cls, gpucoll.Error) and cls is not gpucoll.Error}
     assert {"GC_ERR_INVALID_ARGUMENT", "GC_ERR_TIMEOUT", "GC_ERR_MPI", "GC_ERR_CUDA"} <= names
     assert gpucoll.Timeout.code == "GC_ERR_TIMEOUT" and issubclass(gpucoll.Timeout, gpucoll.Error)
+    assert gpucoll.StreamTimeout.code == "GC_ERR_STREAM_TIMEOUT"
 
 
 def test_autotune_save_load(comm, tmp_path_factory):
