@@ -220,6 +220,9 @@ static void test_stuck_stream(void) {
   float host[64], *dev = gc_test_alloc(sizeof host);
   for (int i = 0; i < 64; i++) host[i] = 1.0f + (float)i;
   CU_ASSERT_EQUAL(gc_memcpy(c, dev, host, sizeof host), GC_ERR_STREAM_TIMEOUT);
+  float back[64]; /* pageable: a copy into it would wait for the stream inside the driver */
+  CU_ASSERT_EQUAL(gc_memcpy(c, back, dev, sizeof back), GC_ERR_STREAM_TIMEOUT);
+  CU_ASSERT(MPI_Wtime() - t0 < 12.0); /* four bounded waits, not the 30 s hold */
 
   __atomic_store_n(&released, 1, __ATOMIC_RELEASE);
   GC_TEST_OK(gc_synchronize(c, stream));
