@@ -690,9 +690,12 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   /* First the root's recv gets the data (after whatever produced send on `stream`); from then
    * on recv is the source on the root and the destination elsewhere. */
   if (any_dev) {
-    if (is_root && send != recv)
-      CU_TRY(cudaMemcpyAsync(recv, send, count * isz, cudaMemcpyDefault, stream));
+    /* The producer first: a copy into pageable memory would wait for it inside the driver. */
     RC_TRY(gc__stream_wait(comm, stream, "MPI path: the input's producer"));
+    if (is_root && send != recv) {
+      CU_TRY(cudaMemcpyAsync(recv, send, count * isz, cudaMemcpyDefault, stream));
+      RC_TRY(gc__stream_wait(comm, stream, "MPI path: the root's copy"));
+    }
   } else if (is_root && send != recv) {
     memcpy(recv, send, count * isz);
   }

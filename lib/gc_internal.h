@@ -259,8 +259,9 @@ GC_HIDDEN bool gc__comm_is_live(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
 /* Waits until the work enqueued on a stream (before an event) has finished, at most twice
  * comm->timeout_ms: then GC_ERR_STREAM_TIMEOUT (not sticky: gpucoll's own waits are bounded, so
- * what is stuck is someone else's work), unless a gpucoll kernel recorded a timeout (GC_ERR_TIMEOUT). `what` opens the
- * message. Never blocks in the driver, so work that never ends cannot hang the caller. */
+ * what is stuck is someone else's work), unless a gpucoll kernel recorded a timeout
+ * (GC_ERR_TIMEOUT). `what` opens the message. Never blocks in the driver, so work that never
+ * ends cannot hang the caller. */
 GC_HIDDEN gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what);
 GC_HIDDEN gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what);
 /* Makes comm->node_group and comm->cross_group (collective; once; nodes of one size). A failure

@@ -688,7 +688,7 @@ static int collective(lua_State *L, coll_t k) {
   lgc_comm_t *c = lgc_checkcomm(L, 1);
   call_t call;
   prepare(L, c, k, 0, &call);
-  return lgc_ok(L, c, run_gpucoll(c, k, &call));
+  return lgc_ok(L, c, lgc_unstick(c, run_gpucoll(c, k, &call), call.stream)); /* the MPI path waits */
 }
 
 static int m_allreduce(lua_State *L) { return collective(L, C_ALLREDUCE); }
@@ -848,32 +848,40 @@ static int m_time(lua_State *L) {
  * NCCL, loaded at run time by bench/nccl_loader.c, with the same collective signatures.
  * ------------------------------------------------------------------------------------------- */
 #ifdef LGC_HAVE_NCCL
+static void note_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note_add(const char *fmt, ...) {
+  size_t len = strlen(unstick_note);
+  if (len + 1 >= sizeof unstick_note) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(unstick_note + len, sizeof unstick_note - len, fmt, ap);
+  va_end(ap);
+}
+
 gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream) {
+  unstick_note[0] = '\0';
   if (rc != GC_ERR_STREAM_TIMEOUT) return rc;
-  char *note = unstick_note;
-  size_t cap = sizeof unstick_note;
-  int len = snprintf(note, cap, "%s", gc_comm_last_error(c->comm));
-  int aborted = 0;
+  int tried = 0, aborted = 0;
   for (lgc_nccl_t *n = c->nccls; n; n = n->next) {
     if (!n->h || !n->used || gcb_nccl_aborted(n->h)) continue;
+    if (!tried++) note_add("%s", gc_comm_last_error(c->comm));
     char async[512] = "", err[512] = "";
     gcb_nccl_async_error(n->h, async, sizeof async);
-    int failed = gcb_nccl_abort(n->h, "its kernels could not finish: a wait for them timed out", err, sizeof err);
-    if ((size_t)len < cap)
-      len += snprintf(note + len, cap - (size_t)len, "; %s NCCL communicator (rank %d/%d)%s%s%s", failed ? "could not abort the" : "aborted the",
-                      c->rank, c->size, async[0] ? ": " : "", async, failed ? "" : ", whose kernels could not finish");
-    if (failed && (size_t)len < cap) len += snprintf(note + len, cap - (size_t)len, " (%s)", err);
-    aborted += !failed;
+    if (gcb_nccl_abort(n->h, "its kernels could not finish: a wait for them timed out", err, sizeof err) == 0) {
+      aborted++;
+      note_add("; aborted the NCCL communicator (rank %d/%d), whose kernels could not finish%s%s", c->rank,
+               c->size, async[0] ? ": " : "", async);
+    } else {
+      note_add("; could not abort the NCCL communicator (rank %d/%d): %s", c->rank, c->size, err);
+    }
   }
-  if (!aborted) {
-    note[0] = '\0'; /* nothing of ours was stuck: the library's message says it all */
-    return rc;
+  if (aborted) {
+    /* The aborted kernels end now; what follows them on the stream still has to. */
+    if (gc_synchronize(c->comm, stream) == GC_SUCCESS)
+      note_add("; the stream has finished since; open another with comm:nccl()");
+    else
+      note_add("; the stream is still not done: %s", gc_comm_last_error(c->comm));
   }
-  /* The aborted kernels end now; what follows them on the stream still has to. */
-  gc_result_t again = gc_synchronize(c->comm, stream);
-  if ((size_t)len < cap)
-    snprintf(note + len, cap - (size_t)len, again == GC_SUCCESS ? "; the stream has finished since; open another with comm:nccl()"
-                                                                 : "; the stream is still not done: %s", gc_comm_last_error(c->comm));
   return rc;
 }
 

@@ -27,6 +27,19 @@ local function gpucoll_still_works()
   eq((r:compare(ref)), 0, "all-reduce after the abort")
 end
 
+-- tc:sync() on a stream NCCL holds up: nil, GC_ERR_STREAM_TIMEOUT, the abort told, within [lo, hi] s.
+local function sync_gives_up(what, lo, hi)
+  local t0 = hold.now()
+  local ok, msg, code = tc:sync()
+  local took = hold.now() - t0
+  eq(ok, nil, what)
+  eq(code, "GC_ERR_STREAM_TIMEOUT", "code (" .. tostring(msg) .. ")")
+  assert(msg:find("gc_synchronize: the stream's work did not finish", 1, true), msg)
+  assert(msg:find("aborted the NCCL communicator", 1, true), msg)
+  assert(msg:find("the stream has finished since", 1, true), msg)
+  assert(took > lo and took < hi, what .. " took " .. took .. " s")
+end
+
 local nc, why = tc:nccl()
 if not nc then
   io.stderr:write("note: NCCL unavailable (", tostring(why), "); nothing to test\n")
@@ -40,15 +53,7 @@ test("held stream after NCCL calls: the wait ends, NCCL is aborted", function()
   assert(nc:allreduce(a, b))
   assert(tc:sync())
   hold.hold(tc.stream, 3.0) -- outlasts the 2 s bound, ends before a second one would
-  local t0 = hold.now()
-  local ok, msg, code = tc:sync()
-  local took = hold.now() - t0
-  eq(ok, nil, "sync on a held stream")
-  eq(code, "GC_ERR_STREAM_TIMEOUT", "code (" .. tostring(msg) .. ")")
-  assert(msg:find("gc_synchronize: the stream's work did not finish", 1, true), msg)
-  assert(msg:find("aborted the NCCL communicator", 1, true), msg)
-  assert(msg:find("the stream has finished since", 1, true), msg)
-  assert(took > 2.5 and took < 6, "took " .. took .. " s")
+  sync_gives_up("sync on a held stream", 2.5, 6)
   assert(tostring(nc):find("aborted"), tostring(nc))
   local ok2, msg2, code2 = nc:allreduce(a, b)
   eq(ok2, nil, "a call on the aborted communicator")
@@ -71,14 +76,7 @@ if size >= 2 then
     meet()
     if rank == 0 then
       assert(nc2:allreduce(a, b)) -- the others never call: NCCL's kernel waits for them
-      local t0 = hold.now()
-      local ok, msg, code = tc:sync()
-      local took = hold.now() - t0
-      eq(ok, nil, "sync on the stuck collective")
-      eq(code, "GC_ERR_STREAM_TIMEOUT", "code (" .. tostring(msg) .. ")")
-      assert(msg:find("aborted the NCCL communicator", 1, true), msg)
-      assert(msg:find("the stream has finished since", 1, true), msg)
-      assert(took > 1.5 and took < 10, "took " .. took .. " s")
+      sync_gives_up("sync on the stuck collective", 1.5, 10)
     end
     meet()
     if rank ~= 0 then assert(nc2:abort()) end -- its peer is gone: no call on it can complete
