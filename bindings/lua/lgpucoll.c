@@ -42,11 +42,11 @@ int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...) {
   return 3;
 }
 
-/* Expected failures come back as nil, message, code (like luaL_fileresult): the detailed message
- * the library recorded when there is one, else the code's sentence. */
 /* lgc_unstick's account of the wait it just ended, for the failure that reports it. */
 static char unstick_note[1024];
 
+/* Expected failures come back as nil, message, code (like luaL_fileresult): the detailed message
+ * the library recorded when there is one (lgc_unstick's account first), else the code's sentence. */
 int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
   if (rc == GC_ERR_STREAM_TIMEOUT && unstick_note[0]) {
     lgc_failmsg(L, gc_result_name(rc), "%s", unstick_note);
@@ -764,9 +764,9 @@ static int m_allreduce_rmsnorm_fp8(lua_State *L) {
   norm.gamma = lgc_ptr(gamma);
   norm.residual = residual ? lgc_ptr(residual) : NULL;
   norm.residual_out = residual_out ? lgc_ptr(residual_out) : NULL;
-  return lgc_ok(L, c, gc_allreduce_rmsnorm_fp8(lgc_ptr(send), lgc_ptr(out), lgc_ptr(scales),
-                                               (size_t)rows, (size_t)cols, dtype, &norm, c->comm,
-                                               stream, &o));
+  gc_result_t rc = gc_allreduce_rmsnorm_fp8(lgc_ptr(send), lgc_ptr(out), lgc_ptr(scales), (size_t)rows,
+                                            (size_t)cols, dtype, &norm, c->comm, stream, &o);
+  return lgc_ok(L, c, lgc_unstick(c, rc, stream)); /* the MPI path waits */
 }
 
 /* ---------------------------------------------------------------------------------------------
