@@ -758,7 +758,7 @@ static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t co
 
 static gc_result_t same_call(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
                              const gc_options_t *opts, const void *buf) {
-  if (comm->check_calls < 2) return GC_SUCCESS;
+  if (comm->check_calls != GC_CHECK_EVERY_CALL) return GC_SUCCESS;
   gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, root, opts, buf);
   return gc__same_call(comm, &sig);
 }
@@ -930,7 +930,7 @@ gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_
 static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  if (comm->check_calls >= 2) {
+  if (comm->check_calls == GC_CHECK_EVERY_CALL) { /* same_call, with the columns and axis */
     gc__call_sig_t sig = public_sig(comm, GC_CALL_REDUCESCATTER_2D, rows, dtype, op, 0, opts, send);
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_AXIS] = (uint64_t)(int64_t)axis;
@@ -1398,7 +1398,7 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
 static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size_t rows, size_t cols, gc_dtype_t dtype,
                                 const gc_rmsnorm_fp8_t *m, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm));
-  if (comm->check_calls >= 2) { /* same_call, with rmsnorm's columns, result type and residuals */
+  if (comm->check_calls == GC_CHECK_EVERY_CALL) { /* same_call, with rmsnorm's columns, result type and residuals */
     gc__call_sig_t sig = public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send);
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;

@@ -150,7 +150,7 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   GC_CHECK(gc__param_word(GC_PARAM_CE_ALLREDUCE, ce_forms, 4, &comm->ce_allreduce));
   GC_CHECK(gc__param_range(GC_PARAM_CE_CHUNKS, 1, GC_CE_MAX_CHUNKS, &comm->ce_chunks));
   GC_CHECK(gc__param_range(GC_PARAM_STAGED_BLOCKS, 1, 128, &comm->staged_blocks));
-  static const char *const none_mpi_all[] = {"0", "auto", "1"}; /* check_calls 0, 1, 2 */
+  static const char *const none_mpi_all[] = {"0", "auto", "1"}; /* gc__check_level_t's order */
   GC_CHECK(gc__param_word(GC_PARAM_CHECK_CALLS, none_mpi_all, 3, &comm->check_calls));
   if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
     char list[256];

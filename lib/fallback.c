@@ -519,7 +519,7 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
  * types, op, root, epilogue and chunk; not the algorithm, which the path ignores, nor where
  * buffers lie, which each rank stages on its own. Only under GC_CHECK_CALLS=auto: with 1 every
  * public call was compared before it got here (internal calls follow from one), with 0 none is. */
-static int mpi_compares(gc_comm_t comm) { return comm->check_calls == 1; }
+static int mpi_compares(gc_comm_t comm) { return comm->check_calls == GC_CHECK_MPI_PATH; }
 
 static gc__call_sig_t mpi_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
                               const gc_options_t *opts) {

@@ -224,7 +224,7 @@ struct gc_comm {
   size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
-  int check_calls;        /* from GC_CHECK_CALLS, the most any rank asks: 0 none, 1 the MPI path, 2 every call */
+  int check_calls;        /* a gc__check_level_t from GC_CHECK_CALLS, the most any rank asks */
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
   size_t mpi_stage_bytes;
@@ -350,6 +350,9 @@ GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
 /* The least of each of n values over the communicator, in place. */
 GC_HIDDEN gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n);
 GC_HIDDEN int gc__boot_query_cuda_aware(void);
+
+/* What GC_CHECK_CALLS compares (0, auto, 1): nothing, the MPI path's calls, every public call. */
+typedef enum { GC_CHECK_NONE, GC_CHECK_MPI_PATH, GC_CHECK_EVERY_CALL } gc__check_level_t;
 
 /* callcheck.c: every rank compares a call's arguments before the call moves data (GC_CHECK_CALLS).
  * A signature holds what must be the same on every rank; fields a call has not are 0. */

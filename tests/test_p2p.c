@@ -644,7 +644,7 @@ static void timeout_case(gc_algo_t algo, int kind) {
 
 static void test_forced_timeout(void) {
   if (!gc_test_peer_gpus("forced timeout", 2)) return;
-  if (gc_test_comm->check_calls == 2) { /* the lone call would time out comparing, on the host */
+  if (gc_test_comm->check_calls == GC_CHECK_EVERY_CALL) { /* the lone call would time out comparing, on the host */
     gc_test_note("forced timeout: kernels' timeouts need GC_CHECK_CALLS unset; skipped");
     return;
   }

@@ -393,7 +393,7 @@ static void test_skewed_ranks(void) {
  * a call on another communicator afterwards is right. */
 static void test_timeout(void) {
   if (!gc_test_peer_gpus("rmsnorm forced timeout", 2)) return;
-  if (gc_test_comm->check_calls == 2) { /* the lone call would time out comparing, on the host */
+  if (gc_test_comm->check_calls == GC_CHECK_EVERY_CALL) { /* the lone call would time out comparing, on the host */
     gc_test_note("rmsnorm forced timeout: kernels' timeouts need GC_CHECK_CALLS unset; skipped");
     return;
   }

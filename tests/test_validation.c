@@ -276,8 +276,8 @@ static void expect_differ(gc_result_t got, const char *field, const char *text, 
 static void test_calls_differ(void) {
   const gc_comm_t comm = gc_test_comm;
   const int mpi_path = !gc_test_on_gpu || !comm->p2p_ready || comm->forced_algo == GC_ALGO_MPI;
-  const int every = comm->check_calls == 2;
-  if (gc_test_size < 2 || !(every || (comm->check_calls == 1 && mpi_path))) {
+  const int every = comm->check_calls == GC_CHECK_EVERY_CALL;
+  if (gc_test_size < 2 || !(every || (comm->check_calls == GC_CHECK_MPI_PATH && mpi_path))) {
     gc_test_note("calls that differ: not compared here (one rank, or kernels with GC_CHECK_CALLS unset)");
     return;
   }
