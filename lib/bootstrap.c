@@ -19,25 +19,29 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Polls a nonblocking request until it completes or comm->timeout_ms passes, so a rank whose
- * peers never arrive gets GC_ERR_TIMEOUT instead of waiting forever. On a timeout the request (and
- * the buffers it may still write) are left alone on purpose: MPI forbids freeing or cancelling a
- * collective request, and the communicator is unusable from then on. */
-gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what) {
+/* Polls a nonblocking request until it completes or bound_ms pass, so a rank whose peers never
+ * arrive gets GC_ERR_TIMEOUT instead of waiting forever. On a timeout the request (and the buffers
+ * it may still write) are left alone on purpose: MPI forbids freeing or cancelling a collective
+ * request, and the communicator is unusable from then on. */
+static gc_result_t boot_wait_for(gc_comm_t comm, MPI_Request *req, const char *what, double bound_ms) {
   double start = now_ms();
   for (unsigned spin = 0;; spin++) {
     int done = 0;
     GC_MPI_CHECK(comm, MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done) return GC_SUCCESS;
-    if ((spin & 63u) == 63u && now_ms() - start > comm->timeout_ms) {
+    if ((spin & 63u) == 63u && now_ms() - start > bound_ms) {
       comm->sticky = GC_ERR_TIMEOUT;
       return GC_FAIL(comm, GC_ERR_TIMEOUT,
-                     "%s did not complete within GC_TIMEOUT_MS=%d ms (a rank is missing or stuck); destroy the "
-                     "communicator", what, comm->timeout_ms);
+                     "%s did not complete within %.0f ms (GC_TIMEOUT_MS=%d; a rank is missing or stuck); destroy "
+                     "the communicator", what, bound_ms, comm->timeout_ms);
     }
     /* Ranks are often oversubscribed (CI runs 4 ranks on 2 cores): give the core away. */
     sched_yield();
   }
+}
+
+gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what) {
+  return boot_wait_for(comm, req, what, comm->timeout_ms);
 }
 
 gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
@@ -116,7 +120,7 @@ typedef enum { BOOT_ALLGATHER, BOOT_BCAST, BOOT_MIN_INT, BOOT_MAX_DOUBLE, BOOT_M
 
 /* `in` (bytes) from this rank; the result, bytes x the group's size for the all-gather, into out. */
 static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, const void *in, void *out,
-                                   size_t bytes, int root, const char *what) {
+                                   size_t bytes, int root, const char *what, double bound_ms) {
   int ranks = 1;
   if (op == BOOT_ALLGATHER) GC_MPI_CHECK(comm, MPI_Comm_size(over, &ranks));
   if (bytes > INT_MAX) return GC_FAIL(comm, GC_ERR_INTERNAL, "%s of %zu bytes", what, bytes);
@@ -137,7 +141,7 @@ static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, 
     free(copy);
     return gc__mpi_fail(comm, e, what, __FILE__, __LINE__);
   }
-  gc_result_t r = gc__boot_wait(comm, &req, what);
+  gc_result_t r = boot_wait_for(comm, &req, what, bound_ms);
   if (r != GC_SUCCESS) {
     gc__park(copy); /* MPI may still write it */
     return r;
@@ -148,18 +152,19 @@ static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, 
 }
 
 gc_result_t gc__boot_local_allgather(gc_comm_t comm, const void *mine, void *all, size_t bytes) {
-  return boot_collective(comm, comm->local, BOOT_ALLGATHER, mine, all, bytes, 0, "local allgather");
+  return boot_collective(comm, comm->local, BOOT_ALLGATHER, mine, all, bytes, 0, "local allgather",
+                         comm->timeout_ms);
 }
 
 /* A broadcast and a minimum over `over`: the whole communicator or its node. */
 static gc_result_t bcast_over(gc_comm_t comm, MPI_Comm over, void *buf, size_t bytes, int root) {
   return boot_collective(comm, over, BOOT_BCAST, buf, buf, bytes, root,
-                         over == comm->local ? "local broadcast" : "broadcast");
+                         over == comm->local ? "local broadcast" : "broadcast", comm->timeout_ms);
 }
 
 static gc_result_t min_int_over(gc_comm_t comm, MPI_Comm over, int *value) {
   return boot_collective(comm, over, BOOT_MIN_INT, value, value, sizeof *value, 0,
-                         over == comm->local ? "local allreduce(min)" : "allreduce(min)");
+                         over == comm->local ? "local allreduce(min)" : "allreduce(min)", comm->timeout_ms);
 }
 
 gc_result_t gc__boot_local_bcast(gc_comm_t comm, void *buf, size_t bytes) {
@@ -173,23 +178,28 @@ gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root) {
 }
 
 /* On comm->meet: after a timeout a rank may hold a request on comm->mpi that its peers never
- * matched (gc__boot_wait leaves it), and a barrier there would meet it on the ranks that come
- * later (gc_comm_destroy after a lone call that timed out ended the process inside MPI). */
+ * matched (gc__boot_wait leaves it), and a call there would meet it on the ranks that come later
+ * (gc_comm_destroy after a lone call that timed out ended the process inside MPI). meet carries
+ * one kind of call only, this minimum, so a request a timeout left there meets its own kind. */
+gc_result_t gc__boot_agree(gc_comm_t comm, int *all, double bound_ms, const char *what) {
+  return boot_collective(comm, comm->meet, BOOT_MIN_INT, all, all, sizeof *all, 0, what, bound_ms);
+}
+
 gc_result_t gc__boot_barrier(gc_comm_t comm) {
-  MPI_Request req;
-  GC_MPI_CHECK(comm, MPI_Ibarrier(comm->meet, &req));
-  return gc__boot_wait(comm, &req, "barrier");
+  int one = 1;
+  return gc__boot_agree(comm, &one, comm->timeout_ms, "barrier");
 }
 
 gc_result_t gc__boot_max_double(gc_comm_t comm, double *value) {
-  return boot_collective(comm, comm->mpi, BOOT_MAX_DOUBLE, value, value, sizeof *value, 0, "allreduce(max)");
+  return boot_collective(comm, comm->mpi, BOOT_MAX_DOUBLE, value, value, sizeof *value, 0, "allreduce(max)",
+                         comm->timeout_ms);
 }
 
 gc_result_t gc__boot_min_int(gc_comm_t comm, int *value) { return min_int_over(comm, comm->mpi, value); }
 
 gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n) {
   return boot_collective(comm, comm->mpi, BOOT_MIN_U64, values, values, (size_t)n * sizeof *values, 0,
-                         "allreduce(min) of a call's arguments");
+                         "allreduce(min) of a call's arguments", comm->timeout_ms);
 }
 
 int gc__boot_query_cuda_aware(void) {

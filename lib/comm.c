@@ -1,6 +1,7 @@
 /* comm.c — communicator life cycle (init, destroy, abort), queries, and the live-handle registry
  * that turns use-after-destroy into an error instead of a crash. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,7 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
 }
 
 static void comm_free(gc_comm_t comm) {
+  gc__owned_release_all(comm);
   if (comm->device >= 0) {
     gc__symmetric_release_all(comm);
     gc__multimem_destroy(comm); /* after the device is idle: comm_destroy synchronized it */
@@ -287,6 +289,12 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
 }
 
 static gc_result_t comm_destroy(gc_comm_t comm) {
+  /* Kernels in flight may still read peers' buffers or be read: every rank's device idle first.
+   * The waits are bounded, so a dead peer or a stuck device cannot hang us; a device still busy
+   * leaves everything as it was (GC_ERR_STREAM_TIMEOUT), a missing peer does not. */
+  int idle = 1;
+  gc_result_t quiet = gc__quiesce(comm, "gc_comm_destroy", &idle);
+  if (quiet == GC_ERR_STREAM_TIMEOUT || !idle) return quiet;
   gc_result_t r = GC_SUCCESS;
   /* The groups first: every rank of comm is in one of each, so these are collective too. */
   gc_comm_t groups[2] = {comm->cross_group, comm->node_group};
@@ -296,15 +304,7 @@ static gc_result_t comm_destroy(gc_comm_t comm) {
     if (d != GC_SUCCESS && r == GC_SUCCESS)
       r = GC_FAIL(comm, d, "destroying a mixed group: %s", gc__message_body(gc_comm_last_error(NULL)));
   }
-  if (comm->device >= 0) {
-    /* Kernels in flight may still read peers' buffers or be read: finish ours, then wait for
-     * every rank before unmapping. The barrier is bounded, so a dead peer cannot hang us. */
-    cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) r = GC_FAIL(comm, GC_ERR_CUDA, "gc_comm_destroy: %s", cudaGetErrorString(e));
-  }
-  /* Also after a failure: the ranks that are alive still meet, and the wait is bounded. */
-  gc_result_t b = gc__boot_barrier(comm);
-  if (r == GC_SUCCESS && comm->sticky == GC_SUCCESS) r = b;
+  if (r == GC_SUCCESS && comm->sticky == GC_SUCCESS) r = quiet;
   live_remove(comm);
   comm_free(comm);
   return r;
@@ -396,25 +396,29 @@ static double elapsed_ms(const struct timespec *t0) {
   return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) * 1e-6;
 }
 
-/* Polls query(handle) until it stops answering cudaErrorNotReady: back to back for the first 50
- * ms (as a spinning cudaStreamSynchronize would; gpucoll-bench -z times these waits), then with
- * 100 us naps, 1 ms ones after a second. */
-static gc_result_t bounded_wait(gc_comm_t comm, cudaError_t (*query)(void *), void *handle, const char *what) {
+/* Polls query(handle) until it stops answering cudaErrorNotReady or bound_ms pass, and returns
+ * its last answer: back to back for the first 50 ms (as a spinning cudaStreamSynchronize would;
+ * gpucoll-bench -z times these waits), then with 100 us naps, 1 ms ones after a second. */
+static cudaError_t poll_bounded(cudaError_t (*query)(void *), void *handle, double bound_ms) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  double bound = stream_wait_bound_ms(comm);
   for (;;) {
     cudaError_t e = query(handle);
-    if (e == cudaSuccess) return GC_SUCCESS;
-    if (e != cudaErrorNotReady)
-      return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
     double ms = elapsed_ms(&t0);
-    if (ms > bound) break;
+    if (e != cudaErrorNotReady || ms > bound_ms) return e;
     if (ms > 50) {
       struct timespec nap = {0, ms > 1000 ? 1000000L : 100000L};
       nanosleep(&nap, NULL);
     }
   }
+}
+
+static gc_result_t bounded_wait(gc_comm_t comm, cudaError_t (*query)(void *), void *handle, const char *what) {
+  double bound = stream_wait_bound_ms(comm);
+  cudaError_t e = poll_bounded(query, handle, bound);
+  if (e == cudaSuccess) return GC_SUCCESS;
+  if (e != cudaErrorNotReady)
+    return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
   GC_CHECK(gc__comm_health(comm)); /* a gpucoll kernel gave up: that is the cause */
   return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
                  "%s: the stream's work did not finish within %.0f ms (twice GC_TIMEOUT_MS); work enqueued "
@@ -432,6 +436,103 @@ gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what) {
 
 gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what) {
   return bounded_wait(comm, query_event, event, what);
+}
+
+/* cudaDeviceSynchronize on a thread of its own, so that its caller can stop waiting: work on the
+ * device that never ends (not gpucoll's) would hold the caller forever. Whichever of the two lets
+ * go last frees it. */
+typedef struct {
+  int device;
+  cudaError_t result;
+  atomic_int done;
+  atomic_int holders;
+} device_sync_t;
+
+static void device_sync_let_go(device_sync_t *sync) {
+  if (atomic_fetch_sub(&sync->holders, 1) == 1) free(sync);
+}
+
+static void *device_sync_run(void *arg) {
+  device_sync_t *sync = arg;
+  cudaError_t e = cudaSetDevice(sync->device);
+  sync->result = e == cudaSuccess ? cudaDeviceSynchronize() : e;
+  atomic_store(&sync->done, 1);
+  device_sync_let_go(sync);
+  return NULL;
+}
+
+static cudaError_t query_device_sync(void *arg) {
+  device_sync_t *sync = arg;
+  return atomic_load(&sync->done) ? sync->result : cudaErrorNotReady;
+}
+
+/* A thread that waits for the device; 0 when none could be started. */
+static device_sync_t *device_sync_start(int device) {
+  device_sync_t *sync = calloc(1, sizeof *sync);
+  if (!sync) return NULL;
+  sync->device = device;
+  atomic_init(&sync->done, 0);
+  atomic_init(&sync->holders, 2);
+  pthread_attr_t attr;
+  pthread_t thread;
+  int started = 0;
+  if (pthread_attr_init(&attr) == 0) {
+    started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+              pthread_create(&thread, &attr, device_sync_run, sync) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (started) return sync;
+  free(sync);
+  return NULL;
+}
+
+gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle) {
+  if (idle) *idle = 1;
+  cudaError_t e;
+  device_sync_t *sync = device_sync_start(comm->device);
+  if (sync) {
+    e = poll_bounded(query_device_sync, sync, stream_wait_bound_ms(comm));
+    device_sync_let_go(sync);
+  } else {
+    e = cudaDeviceSynchronize(); /* no thread to spare (out of memory or threads): unbounded */
+  }
+  if (e == cudaErrorNotReady) {
+    if (idle) *idle = 0;
+    return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
+                   "%s: work on this rank's GPU did not finish within %.0f ms (twice GC_TIMEOUT_MS); work "
+                   "that is not gpucoll's (another library's kernel, say) may be stuck. Nothing was freed and "
+                   "the communicator stays usable: call it again once that work ends (on every rank if it is "
+                   "collective)",
+                   what, stream_wait_bound_ms(comm));
+  }
+  if (e != cudaSuccess)
+    return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  return GC_SUCCESS;
+}
+
+/* Before freeing what kernels of this rank or of its peers may still use: waits (bounded) until
+ * this rank's device is idle, then agrees with every rank that each one's is, waiting for a late
+ * one as long as its device wait could take. GC_ERR_STREAM_TIMEOUT when a device was not: the
+ * caller frees nothing and may be called again. *idle (NULL: not wanted): this rank's own device
+ * was; when only a peer is missing (another error), freeing here is still safe (gc_comm_destroy). */
+gc_result_t gc__quiesce(gc_comm_t comm, const char *what, int *idle) {
+  /* First that every rank came, so that a missing one is found within GC_TIMEOUT_MS. */
+  int all = 1;
+  gc_result_t met = gc__boot_agree(comm, &all, comm->timeout_ms, what);
+  int here = 1;
+  gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what, &here) : GC_SUCCESS;
+  if (idle) *idle = here;
+  if (met != GC_SUCCESS) return r != GC_SUCCESS ? r : met;
+  all = here;
+  gc_result_t agreed = gc__boot_agree(comm, &all, stream_wait_bound_ms(comm) + comm->timeout_ms, what);
+  if (r != GC_SUCCESS) return r;
+  if (agreed != GC_SUCCESS) return agreed;
+  if (!all)
+    return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
+                   "%s: work on another rank's GPU did not finish within %.0f ms (twice GC_TIMEOUT_MS). Nothing "
+                   "was freed and the communicator stays usable: call it again on every rank once that work ends",
+                   what, stream_wait_bound_ms(comm));
+  return GC_SUCCESS;
 }
 
 static gc_result_t synchronize(gc_comm_t comm, void *stream) {

@@ -165,6 +165,13 @@ typedef struct gc__symmetric {
   bool device;
 } gc__symmetric_t;
 
+/* A buffer from gc_buffer_alloc, until gc_buffer_free or gc_comm_destroy frees it. */
+typedef struct gc__owned {
+  struct gc__owned *next;
+  void *ptr;
+  int kind; /* 0 malloc (host-only rank), 1 cudaMalloc, 2 cudaMallocHost */
+} gc__owned_t;
+
 /* The NVLink multicast all-reduce's state (multimem.c): one allocation of this rank bound to the
  * node's multicast object, mapped at uc (its own memory) and mc (the multicast address). */
 typedef struct gc__multimem {
@@ -192,8 +199,9 @@ typedef struct gc__transport {
 struct gc_comm {
   MPI_Comm mpi;       /* our duplicate of the user's communicator, MPI_ERRORS_RETURN */
   MPI_Comm local;     /* ranks of this node (or of this GC_LOCAL_SIZE group) */
-  MPI_Comm meet;      /* a duplicate that carries only gc__boot_barrier: a barrier never meets a
-                         request a timeout left behind on mpi (it would fail as MPI_ERR_TRUNCATE) */
+  MPI_Comm meet;      /* a duplicate that carries only gc__boot_agree (and barriers, agreements on
+                         1): they never meet a request a timeout left behind on mpi (it would fail
+                         as MPI_ERR_TRUNCATE) */
   int rank, size;
   int local_rank, local_size, node_count;
   int node_size_min, node_size_max; /* the fewest and most ranks of a node */
@@ -210,6 +218,7 @@ struct gc_comm {
   gc__transport_t tp;
   gc__multimem_t mm;
   gc__symmetric_t *symmetric;
+  gc__owned_t *owned;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
   size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
@@ -264,6 +273,10 @@ GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
  * ends cannot hang the caller. */
 GC_HIDDEN gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what);
 GC_HIDDEN gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what);
+/* This rank's device idle, bounded like a stream wait (comm.c): GC_ERR_STREAM_TIMEOUT and
+ * *idle = 0 when it stayed busy. gc__quiesce: every rank's, agreed (collective). */
+GC_HIDDEN gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle);
+GC_HIDDEN gc_result_t gc__quiesce(gc_comm_t comm, const char *what, int *idle);
 /* Makes comm->node_group and comm->cross_group (collective; once; nodes of one size). A failure
  * leaves the communicator failed. */
 GC_HIDDEN gc_result_t gc__mixed_groups(gc_comm_t comm);
@@ -344,6 +357,8 @@ GC_HIDDEN void gc__park(void *p);
 /* Waits for a nonblocking MPI request, bounded by comm->timeout_ms (then GC_ERR_TIMEOUT, sticky). */
 GC_HIDDEN gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
+/* Every rank's *all (0 or 1) ANDed into *all, on comm->meet like the barrier, waited for up to bound_ms. */
+GC_HIDDEN gc_result_t gc__boot_agree(gc_comm_t comm, int *all, double bound_ms, const char *what);
 GC_HIDDEN gc_result_t gc__boot_bcast(gc_comm_t comm, void *buf, size_t bytes, int root);
 GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
 GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
@@ -468,6 +483,8 @@ GC_HIDDEN const char *gc__algo_list(char *buf, size_t n);
 /* Pointer classification (memory.c). */
 typedef enum { GC_PTR_HOST, GC_PTR_DEVICE_OWN, GC_PTR_DEVICE_OTHER } gc__ptr_kind_t;
 GC_HIDDEN gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr);
+/* Frees what gc_buffer_alloc made and gc_buffer_free did not (gc_comm_destroy, device idle). */
+GC_HIDDEN void gc__owned_release_all(gc_comm_t comm);
 
 /* Is a multicast kill switch set? Writes the variable's name (kept for the message). */
 GC_HIDDEN bool gc__multicast_kill_switch(const char **which);

@@ -18,22 +18,46 @@ gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr) {
   return GC_PTR_HOST;
 }
 
+enum { OWNED_MALLOC, OWNED_DEVICE, OWNED_PINNED };
+
+static cudaError_t owned_free(gc__owned_t *o) {
+  cudaError_t e = cudaSuccess;
+  if (o->kind == OWNED_MALLOC) free(o->ptr);
+  else e = o->kind == OWNED_DEVICE ? cudaFree(o->ptr) : cudaFreeHost(o->ptr);
+  free(o);
+  return e;
+}
+
 static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device, void **out) {
   GC_CHECK(gc__comm_check(comm));
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: out is NULL");
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: bytes is 0");
   if (bytes > GC_MAX_ALLOC_BYTES)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: %zu bytes is more than any machine holds", bytes);
+  gc__owned_t *o = calloc(1, sizeof *o);
+  if (!o) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: out of host memory");
   void *p = NULL;
+  gc_result_t r = GC_SUCCESS;
   if (comm->device < 0) {
-    if (on_device) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");
-    p = malloc(bytes);
-    if (!p) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
-  } else if (on_device) {
-    GC_CUDA_CHECK(comm, cudaMalloc(&p, gc__whole_pages(bytes)));
+    o->kind = OWNED_MALLOC;
+    if (on_device) r = GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");
+    else if (!(p = malloc(bytes))) r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
   } else {
-    GC_CUDA_CHECK(comm, cudaMallocHost(&p, bytes));
+    o->kind = on_device ? OWNED_DEVICE : OWNED_PINNED;
+    cudaError_t e = on_device ? cudaMalloc(&p, gc__whole_pages(bytes)) : cudaMallocHost(&p, bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError(); /* a failed allocation must not fail the next launch */
+      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_buffer_alloc: %s(%zu) failed: %s (%s)", on_device ? "cudaMalloc" : "cudaMallocHost",
+                  bytes, cudaGetErrorString(e), cudaGetErrorName(e));
+    }
   }
+  if (r != GC_SUCCESS) {
+    free(o);
+    return r;
+  }
+  o->ptr = p;
+  o->next = comm->owned; /* freed by gc_buffer_free, or by gc_comm_destroy */
+  comm->owned = o;
   *out = p;
   return GC_SUCCESS;
 }
@@ -45,16 +69,29 @@ gc_result_t gc_buffer_alloc(gc_comm_t comm, size_t bytes, int on_device, void **
 static gc_result_t buffer_free_impl(gc_comm_t comm, void *ptr) {
   GC_CHECK(gc__comm_check(comm));
   if (!ptr) return GC_SUCCESS;
-  if (comm->device < 0) {
-    free(ptr);
-    return GC_SUCCESS;
+  gc__owned_t **link = &comm->owned;
+  while (*link && (*link)->ptr != ptr) link = &(*link)->next;
+  if (!*link)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_free: %p was not made by gc_buffer_alloc on this "
+                   "communicator (or was freed already)", ptr);
+  /* cudaFree and cudaFreeHost wait for the whole device: wait here first, bounded. */
+  if ((*link)->kind != OWNED_MALLOC) GC_CHECK(gc__device_wait(comm, "gc_buffer_free", NULL));
+  gc__owned_t *o = *link;
+  *link = o->next;
+  cudaError_t e = owned_free(o);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return GC_FAIL(comm, GC_ERR_CUDA, "gc_buffer_free: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
   }
-  struct cudaPointerAttributes attr;
-  GC_CUDA_CHECK(comm, cudaPointerGetAttributes(&attr, ptr));
-  if (attr.type == cudaMemoryTypeDevice) GC_CUDA_CHECK(comm, cudaFree(ptr));
-  else if (attr.type == cudaMemoryTypeHost) GC_CUDA_CHECK(comm, cudaFreeHost(ptr));
-  else return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_free: %p was not made by gc_buffer_alloc", ptr);
   return GC_SUCCESS;
+}
+
+void gc__owned_release_all(gc_comm_t comm) {
+  while (comm->owned) {
+    gc__owned_t *o = comm->owned;
+    comm->owned = o->next;
+    (void)owned_free(o);
+  }
 }
 
 gc_result_t gc_buffer_free(gc_comm_t comm, void *ptr) {

@@ -247,9 +247,9 @@ static gc_result_t mem_free_impl(gc_comm_t comm, void *ptr) {
   for (gc__symmetric_t **link = &comm->symmetric; *link; link = &(*link)->next) {
     gc__symmetric_t *s = *link;
     if (s->base[comm->local_rank] != ptr) continue;
-    /* Peers may still read this buffer in a kernel in flight: wait for ours, then for everyone. */
-    if (s->device) GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
-    if (comm->p2p_ready) GC_CHECK(gc__boot_barrier(comm));
+    /* Peers may still read this buffer in a kernel in flight: every rank's device idle first
+     * (bounded; a device still busy leaves the buffer as it was, GC_ERR_STREAM_TIMEOUT). */
+    GC_CHECK(gc__quiesce(comm, "gc_mem_free", NULL));
     *link = s->next;
     symmetric_release(comm, s);
     return GC_SUCCESS;

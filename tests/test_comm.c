@@ -238,6 +238,82 @@ static void test_stuck_stream(void) {
   GC_TEST_OK(gc_comm_destroy(c));
 }
 
+/* gc_mem_free and gc_comm_destroy first wait for every rank's device. One that stays busy (a host
+ * function on rank 0's stream) makes both give GC_ERR_STREAM_TIMEOUT on every rank after about
+ * twice the timeout, with nothing freed: the buffer and the communicator still work. Once the
+ * work ends, both succeed. */
+static void test_stuck_teardown(void) {
+  if (!gc_test_on_gpu) {
+    gc_test_note("a stuck device needs a GPU; skipped");
+    return;
+  }
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.timeout_ms = 400;
+  gc_comm_t c = NULL;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  enum { N = 64 };
+  float host[N];
+  for (int i = 0; i < N; i++) host[i] = 1.0f + (float)i;
+  float *sym = NULL;
+  GC_TEST_OK(gc_mem_alloc(c, sizeof host, (void **)&sym));
+  void *stream = NULL;
+  GC_TEST_OK(gc_comm_stream(c, &stream));
+  static int released;
+  __atomic_store_n(&released, 0, __ATOMIC_RELEASE);
+  if (gc_test_rank == 0)
+    CU_ASSERT_EQUAL_FATAL(cudaLaunchHostFunc((cudaStream_t)stream, hold_stream, &released), cudaSuccess);
+
+  const double t0 = MPI_Wtime();
+  const char *whose = gc_test_rank == 0 ? "work on this rank's GPU did not finish" : "work on another rank's GPU";
+  CU_ASSERT_EQUAL(gc_mem_free(c, sym), GC_ERR_STREAM_TIMEOUT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), whose));
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "Nothing was freed"));
+  CU_ASSERT_EQUAL(gc_comm_destroy(c), GC_ERR_STREAM_TIMEOUT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), whose));
+  const double took = MPI_Wtime() - t0;
+  CU_ASSERT(took >= 1.5 && took < 12.0); /* two bounded waits of 2 x 400 ms, not the 30 s hold */
+
+  /* Both still live: an all-reduce in place on the symmetric buffer, on the legacy default
+   * stream (the communicator's own is non-blocking, so the hold does not stop it). */
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(sym, host, sizeof host, cudaMemcpyHostToDevice), cudaSuccess);
+  GC_TEST_OK(gc_allreduce(sym, sym, N, GC_FLOAT32, GC_SUM, c, NULL));
+  GC_TEST_OK(gc_synchronize(c, NULL));
+  float out[N];
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(out, sym, sizeof out, cudaMemcpyDeviceToHost), cudaSuccess);
+  int wrong = 0;
+  for (int i = 0; i < N; i++) wrong += out[i] != (1.0f + (float)i) * (float)gc_test_size;
+  CU_ASSERT_EQUAL(wrong, 0);
+
+  __atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+  GC_TEST_OK(gc_mem_free(c, sym));
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
+/* gc_buffer_free takes what gc_buffer_alloc made on that communicator, once; anything else is
+ * refused, not freed (it used to be handed to free() or cudaFree). What is left at
+ * gc_comm_destroy goes with it (the sanitizer pass fails on a leak). */
+static void test_owned_buffers(void) {
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = gc_test_on_gpu;
+  gc_comm_t c = NULL;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  void *freed = NULL, *left = NULL, *pinned = NULL, *other = NULL;
+  GC_TEST_OK(gc_buffer_alloc(c, 1000, gc_test_on_gpu, &freed));
+  GC_TEST_OK(gc_buffer_alloc(c, 3 << 20, gc_test_on_gpu, &left));
+  GC_TEST_OK(gc_buffer_alloc(c, 4096, 0, &pinned));
+  GC_TEST_OK(gc_buffer_alloc(gc_test_comm, 64, 0, &other));
+  char stack[16];
+  CU_ASSERT_EQUAL(gc_buffer_free(c, stack), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(c), "was not made by gc_buffer_alloc"));
+  CU_ASSERT_EQUAL(gc_buffer_free(c, other), GC_ERR_INVALID_ARGUMENT); /* another communicator's */
+  CU_ASSERT_EQUAL(gc_buffer_free(c, (char *)freed + 8), GC_ERR_INVALID_ARGUMENT);
+  GC_TEST_OK(gc_buffer_free(c, freed));
+  CU_ASSERT_EQUAL(gc_buffer_free(c, freed), GC_ERR_INVALID_ARGUMENT); /* twice */
+  GC_TEST_OK(gc_buffer_free(c, NULL));
+  GC_TEST_OK(gc_buffer_free(gc_test_comm, other));
+  GC_TEST_OK(gc_comm_destroy(c)); /* with `left` and `pinned` */
+}
+
 /* GC_LOCAL_SIZE (here via the config) splits one host into nodes: 2 ranks per "node". */
 static void test_local_size_override(void) {
   if (gc_test_size < 2 || gc_test_size % 2) {
@@ -354,7 +430,9 @@ void gc_test_suite_comm(void) {
       {"multimem refused", test_multimem_refused},
       {"file descriptor to local ranks", test_share_fd},
       {"use after destroy", test_use_after_destroy},
+      {"buffers: gc_buffer_alloc's only, once; the rest go with destroy", test_owned_buffers},
       {"a stuck stream gives GC_ERR_STREAM_TIMEOUT, then works", test_stuck_stream},
+      {"a stuck device: free and destroy give GC_ERR_STREAM_TIMEOUT, then work", test_stuck_teardown},
       {NULL, NULL},
   };
   gc_test_add_suite("comm", tests);

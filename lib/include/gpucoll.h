@@ -173,7 +173,11 @@ typedef struct gc_config {
 GC_API gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm comm, const gc_config_t *cfg);
 /* The same with a Fortran handle (MPI_Comm_c2f), for bindings such as mpi4py's. */
 GC_API gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint comm, const gc_config_t *cfg);
-/* Collective: waits for outstanding work, unmaps peers, frees everything init made. */
+/* Collective: waits for outstanding work on every rank's device, unmaps peers, frees everything
+ * init made (with any gc_mem_alloc buffers left). The wait is bounded by twice GC_TIMEOUT_MS: if
+ * a device still has work then (not gpucoll's: a stuck kernel of another library, say), every
+ * rank gets GC_ERR_STREAM_TIMEOUT, nothing is freed and the communicator stays usable; call it
+ * again on every rank once that work ends. A rank that never comes does not stop the others. */
 GC_API gc_result_t gc_comm_destroy(gc_comm_t comm);
 /* Not collective: tells device waiters to stop, then MPI_Abort()s the duplicated communicator.
  * For a rank that knows its peers will never arrive. Does not return on success. */
@@ -207,7 +211,8 @@ GC_API const char *gc_comm_algo_table(gc_comm_t comm);
 /* Waits for `stream`, then reports any error a kernel recorded (GC_ERR_TIMEOUT). The wait is
  * bounded by twice GC_TIMEOUT_MS: work on the stream that is not gpucoll's and never ends (an
  * NCCL kernel whose peers never came, say) gives GC_ERR_STREAM_TIMEOUT instead of a hang. So do
- * gc_time, gc_memcpy, gc_fill_random and the MPI path's waits for the caller's stream. */
+ * gc_time, gc_memcpy, gc_fill_random, the MPI path's waits for the caller's stream, and the waits
+ * for the whole device in gc_comm_destroy and gc_mem_free. */
 GC_API gc_result_t gc_synchronize(gc_comm_t comm, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
@@ -377,7 +382,8 @@ GC_API gc_result_t gc_tune_reset(gc_comm_t comm);
 /* ---------------------------------------------------------------------------------------------
  * Memory. gc_mem_alloc is collective and symmetric: every rank asks for the same size, and the
  * collectives use such buffers in place (zero-copy) instead of copying through staging.
- * On a host-only rank it returns host memory. gc_mem_free is collective too.
+ * On a host-only rank it returns host memory. gc_mem_free is collective too, and waits for every
+ * rank's device as gc_comm_destroy does (GC_ERR_STREAM_TIMEOUT: nothing freed, call it again).
  * gc_buffer_alloc is local: device memory of the communicator's GPU (on_device = 1) or pinned
  * host memory (on_device = 0; plain host memory on host-only ranks).
  * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines ran up to 29%
