@@ -69,7 +69,7 @@ void *lgc_ptr(const lgc_buffer_t *b);
 int lgc_comm_buffer(lua_State *L);    /* comm:buffer(count, dtype [, where]) */
 int lgc_comm_symmetric(lua_State *L); /* comm:symmetric(count, dtype) */
 /* Frees every buffer the communicator still owns (close); collective for symmetric ones. */
-void lgc_buffers_release(lua_State *L, lgc_comm_t *c);
+void lgc_buffers_detach(lua_State *L, lgc_comm_t *c);
 /* Waits for the communicator's stream and the legacy stream, so host-side access sees the
  * results of collectives and collectives see host-side writes. */
 gc_result_t lgc_quiesce(lgc_comm_t *c);

@@ -46,21 +46,30 @@ static void list_remove(lgc_buffer_t *b) {
   b->prev = b->next = NULL;
 }
 
-/* Frees an owning buffer; collective for symmetric ones. */
-static gc_result_t buffer_release(lua_State *L, lgc_buffer_t *b) {
+/* Forgets an owning buffer's memory (freed, or left to gc_comm_destroy). */
+static void buffer_detach(lua_State *L, lgc_buffer_t *b) {
+  b->base = NULL;
+  list_remove(b);
+  if (b->kind == LGC_SYMMETRIC) lgc_unanchor(L, b);
+}
+
+/* Frees an owning buffer; collective for symmetric ones. GC_ERR_STREAM_TIMEOUT (the device stayed
+ * busy) frees nothing: with `keep` the buffer stays usable and may be freed again; without (the
+ * buffer is going away) its memory is left to gc_comm_destroy. */
+static gc_result_t buffer_release(lua_State *L, lgc_buffer_t *b, int keep) {
   if (b->root != b || b->base == NULL) return GC_SUCCESS;
   gc_result_t rc = GC_SUCCESS;
   if (b->comm->comm != NULL)
     rc = b->kind == LGC_SYMMETRIC ? gc_mem_free(b->comm->comm, b->base)
                                   : gc_buffer_free(b->comm->comm, b->base);
-  b->base = NULL;
-  list_remove(b);
-  if (b->kind == LGC_SYMMETRIC) lgc_unanchor(L, b);
+  if (!keep || rc != GC_ERR_STREAM_TIMEOUT) buffer_detach(L, b);
   return rc;
 }
 
-void lgc_buffers_release(lua_State *L, lgc_comm_t *c) {
-  while (c->buffers) buffer_release(L, c->buffers);
+/* Before gc_comm_destroy, which frees every buffer still made from the communicator: one
+ * collective call and one wait for the device, not one per buffer. */
+void lgc_buffers_detach(lua_State *L, lgc_comm_t *c) {
+  while (c->buffers) buffer_detach(L, c->buffers);
 }
 
 static int make_buffer(lua_State *L, lgc_kind_t kind) {
@@ -111,14 +120,14 @@ static int b_free(lua_State *L) {
   lgc_buffer_t *b = luaL_checkudata(L, 1, LGC_BUFFER);
   if (b->root != b) return luaL_argerror(L, 1, "a view cannot be freed; free the buffer it looks into");
   check_idle(L, b);
-  return lgc_ok(L, b->comm, buffer_release(L, b));
+  return lgc_ok(L, b->comm, buffer_release(L, b, 1));
 }
 
 static int b_gc(lua_State *L) { /* __gc and __close */
   lgc_buffer_t *b = luaL_checkudata(L, 1, LGC_BUFFER);
   if (b->root == b) {
     check_idle(L, b);
-    buffer_release(L, b);
+    buffer_release(L, b, 0);
   }
   return 0;
 }

@@ -282,15 +282,17 @@ struct lgc_nccl {
 static gc_result_t nccl_release(lua_State *L, lgc_nccl_t *n);
 #endif
 
-/* Collective: closes NCCL handles and frees buffers made from it, then destroys it. */
+/* Collective: closes NCCL handles, then destroys it with the buffers made from it. When a device
+ * stayed busy (GC_ERR_STREAM_TIMEOUT) the communicator stays open, its buffers detached. */
 static gc_result_t comm_release(lua_State *L, lgc_comm_t *c) {
   if (c->comm == NULL) return GC_SUCCESS;
 #ifdef LGC_HAVE_NCCL
   while (c->nccls) nccl_release(L, c->nccls);
   unstick_note[0] = '\0'; /* an account of those waits has nobody to tell */
 #endif
-  lgc_buffers_release(L, c);
+  lgc_buffers_detach(L, c);
   gc_result_t rc = gc_comm_destroy(c->comm);
+  if (rc == GC_ERR_STREAM_TIMEOUT) return rc; /* nothing freed; close() may be called again */
   c->comm = NULL;
   c->stream = NULL;
   lgc_unanchor(L, c);

@@ -456,9 +456,10 @@ static size_t gcswig_addr_int(int *a) { return (size_t)(uintptr_t)a; }
 %}
 #endif
 
-/* gc_comm_destroy frees a live communicator even when it fails, so its failure message is read from
- * the thread's slot (errors.c copies every message there), not through a handle whose address a
- * new communicator may reuse: this wrapper takes it under another name, which `check` skips. */
+/* gc_comm_destroy frees a live communicator even when it fails (but for GC_ERR_STREAM_TIMEOUT), so
+ * its failure message is read from the thread's slot (errors.c copies every message there), not
+ * through a handle whose address a new communicator may reuse: this wrapper takes it under another
+ * name, which `check` skips. */
 %ignore gc_comm_destroy;
 %rename(gc_comm_destroy) gcswig_comm_destroy;
 %inline %{

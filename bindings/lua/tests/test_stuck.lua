@@ -1,7 +1,8 @@
--- test_nccl_stuck.lua — a wait on NCCL work that cannot finish ends in GC_ERR_STREAM_TIMEOUT, not
--- a hang: the NCCL communicator is aborted, the stream drains, gpucoll goes on (GPU, one rank per
--- GPU; the stuck collective itself needs 2+ GPUs). gpucoll_hold is a test-only module.
--- GPU: mpirun -np 2 gpucoll-lua run test_nccl_stuck.lua gpu=1   (LUA_CPATH finds gpucoll_hold.so)
+-- test_stuck.lua — work that does not end gives GC_ERR_STREAM_TIMEOUT, not a hang. free() and
+-- close() on a device kept busy free nothing and work once it is idle; a wait on NCCL work that
+-- cannot finish aborts the NCCL communicator, the stream drains, gpucoll goes on (GPU, one rank
+-- per GPU; the stuck NCCL collective itself needs 2+ GPUs). gpucoll_hold is a test-only module.
+-- GPU: mpirun -np 2 gpucoll-lua run test_stuck.lua gpu=1   (LUA_CPATH finds gpucoll_hold.so)
 local gpucoll = require "gpucoll"
 local H = dofile((arg[0]:match("^(.*[/\\])") or "") .. "harness.lua")
 local test, eq = H.test, H.eq
@@ -39,6 +40,38 @@ local function sync_gives_up(what, lo, hi)
   assert(msg:find("the stream has finished since", 1, true), msg)
   assert(took > lo and took < hi, what .. " took " .. took .. " s")
 end
+
+-- nil, GC_ERR_STREAM_TIMEOUT and a message with `text` from a call that gave up.
+local function gave_up(what, text, ok, msg, code)
+  eq(ok, nil, what)
+  eq(code, "GC_ERR_STREAM_TIMEOUT", what .. ": code (" .. tostring(msg) .. ")")
+  assert(msg:find(text, 1, true), msg)
+end
+
+test("free and close on a busy device: nothing freed, then they work", function()
+  local hc = assert(gpucoll.comm { timeout_ms = 1000 })
+  local s = hc:symmetric(256, "float32"):fill(1)
+  meet()
+  local t0 = hold.now()
+  if rank == 0 then hold.hold(hc.stream, 6.0) end -- free and close give up after 2 s each
+  local whose = rank == 0 and "this rank's GPU" or "another rank's GPU"
+  gave_up("free", whose, s:free())
+  assert(not s.freed, "the buffer was kept")
+  gave_up("close", whose, hc:close())
+  assert(not tostring(hc):find("closed"), tostring(hc))
+  local took = hold.now() - t0
+  assert(took > 3.5 and took < 5.9, "free and close took " .. took .. " s")
+  if rank == 0 then -- until the hold ends (each wait gives up after 2 s)
+    local tries = 1
+    while not hc:sync() do
+      tries = tries + 1
+      assert(tries <= 3, "the held stream never finished")
+    end
+  end
+  meet()
+  assert(hc:close())
+  assert(tostring(hc):find("closed"), tostring(hc))
+end)
 
 local nc, why = tc:nccl()
 if not nc then

@@ -178,14 +178,18 @@ func (c *Comm) handle(function string) (uintptr, error) {
 	return c.h, nil
 }
 
-// Close destroys the communicator (collective). Closing twice does nothing.
+// Close destroys the communicator (collective). Closing twice does nothing. An *Error with Code
+// "GC_ERR_STREAM_TIMEOUT" (a device's work did not finish) leaves it open, nothing freed: close
+// again on every rank once that work ends.
 func (c *Comm) Close() error {
 	if c == nil || c.h == 0 {
 		return nil
 	}
-	h := c.h
-	c.h = 0
-	return raw.Gc_comm_destroy(h)
+	err := raw.Gc_comm_destroy(c.h)
+	if e, ok := err.(*Error); !ok || e.Value != int(raw.GC_ERR_STREAM_TIMEOUT) {
+		c.h = 0
+	}
+	return err
 }
 
 // Rank is this rank in the communicator.

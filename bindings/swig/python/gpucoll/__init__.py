@@ -352,10 +352,16 @@ class Comm:
 
     # -- lifetime
     def close(self):
-        """Collective: destroys the communicator (waits for its outstanding work). Idempotent."""
+        """Collective: destroys the communicator (waits for its outstanding work). Idempotent.
+        StreamTimeout (a device's work did not finish): nothing was freed and the communicator
+        stays open; close again on every rank once that work ends."""
         h, self._h = self._h, None
         if h is not None:
-            _s.gc_comm_destroy(h)
+            try:
+                _s.gc_comm_destroy(h)
+            except StreamTimeout:
+                self._h = h
+                raise
 
     def abort(self, errorcode=1):
         """Not collective: stops device waiters and MPI_Abort()s; for a rank whose peers are gone."""
@@ -628,7 +634,7 @@ class Comm:
         return _s.gc_mem_alloc(self._handle("mem_alloc"), int(nbytes))
 
     def mem_free(self, ptr):
-        """Collective."""
+        """Collective. StreamTimeout: nothing was freed; free again on every rank later."""
         _s.gc_mem_free(self._handle("mem_free"), int(ptr))
 
     def memcpy(self, dst, src, nbytes):

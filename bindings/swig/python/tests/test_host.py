@@ -332,6 +332,24 @@ def test_failed_destroy_reports_the_library_message():
     assert info.value.function == "gc_comm_destroy"
 
 
+def test_close_keeps_the_communicator_while_a_device_stays_busy(monkeypatch):
+    # GC_ERR_STREAM_TIMEOUT from gc_comm_destroy frees nothing: close() keeps the handle, so that
+    # close() can be called again (a busy device needs a GPU; the library's answer is stood in for).
+    c = gpucoll.Comm()
+    h = c._h
+
+    def busy(handle):
+        raise gpucoll.StreamTimeout("gc_comm_destroy: work on this rank's GPU did not finish")
+
+    monkeypatch.setattr(gpucoll.gpucoll_swig, "gc_comm_destroy", busy)
+    with pytest.raises(gpucoll.StreamTimeout):
+        c.close()
+    assert not c.closed and c._h == h
+    monkeypatch.undo()
+    c.close()
+    assert c.closed
+
+
 def test_overlap_is_refused_by_the_library(comm):
     buf = np.zeros(8, np.float32)
     with pytest.raises(gpucoll.InvalidArgument) as info:
