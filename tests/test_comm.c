@@ -184,6 +184,29 @@ static void CUDART_CB hold_stream(void *flag) {
   for (int ms = 0; ms < 30000 && !__atomic_load_n((int *)flag, __ATOMIC_ACQUIRE); ms++) usleep(1000);
 }
 
+/* A communicator whose waits give up after 2 x 400 ms, and its stream. */
+static gc_comm_t impatient_comm(void **stream) {
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.timeout_ms = 400;
+  gc_comm_t c = NULL;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  GC_TEST_OK(gc_comm_stream(c, stream));
+  return c;
+}
+
+/* Holds `stream` until *released is set. */
+static void hold(void *stream, int *released) {
+  __atomic_store_n(released, 0, __ATOMIC_RELEASE);
+  CU_ASSERT_EQUAL(cudaLaunchHostFunc((cudaStream_t)stream, hold_stream, released), cudaSuccess);
+}
+
+/* Elements of a sum over every rank of 1 + i that are wrong. */
+static int wrong_sums(const float *out, int n) {
+  int wrong = 0;
+  for (int i = 0; i < n; i++) wrong += out[i] != (1.0f + (float)i) * (float)gc_test_size;
+  return wrong;
+}
+
 static gc_result_t enqueue_nothing(void *arg, void *stream) {
   (void)arg;
   (void)stream;
@@ -198,15 +221,10 @@ static void test_stuck_stream(void) {
     gc_test_note("a stuck stream needs a GPU; skipped");
     return;
   }
-  gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.timeout_ms = 400;
-  gc_comm_t c = NULL;
-  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
-  void *stream = NULL;
-  GC_TEST_OK(gc_comm_stream(c, &stream));
   static int released;
-  __atomic_store_n(&released, 0, __ATOMIC_RELEASE);
-  CU_ASSERT_EQUAL_FATAL(cudaLaunchHostFunc((cudaStream_t)stream, hold_stream, &released), cudaSuccess);
+  void *stream = NULL;
+  gc_comm_t c = impatient_comm(&stream);
+  hold(stream, &released);
 
   const double t0 = MPI_Wtime();
   CU_ASSERT_EQUAL(gc_synchronize(c, stream), GC_ERR_STREAM_TIMEOUT);
@@ -231,9 +249,7 @@ static void test_stuck_stream(void) {
   GC_TEST_OK(gc_synchronize(c, stream));
   float out[64];
   gc_test_download(out, dev, sizeof out);
-  int wrong = 0;
-  for (int i = 0; i < 64; i++) wrong += out[i] != (1.0f + (float)i) * (float)gc_test_size;
-  CU_ASSERT_EQUAL(wrong, 0);
+  CU_ASSERT_EQUAL(wrong_sums(out, 64), 0);
   gc_test_free(dev);
   GC_TEST_OK(gc_comm_destroy(c));
 }
@@ -247,21 +263,15 @@ static void test_stuck_teardown(void) {
     gc_test_note("a stuck device needs a GPU; skipped");
     return;
   }
-  gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.timeout_ms = 400;
-  gc_comm_t c = NULL;
-  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  static int released;
+  void *stream = NULL;
+  gc_comm_t c = impatient_comm(&stream);
   enum { N = 64 };
   float host[N];
   for (int i = 0; i < N; i++) host[i] = 1.0f + (float)i;
   float *sym = NULL;
   GC_TEST_OK(gc_mem_alloc(c, sizeof host, (void **)&sym));
-  void *stream = NULL;
-  GC_TEST_OK(gc_comm_stream(c, &stream));
-  static int released;
-  __atomic_store_n(&released, 0, __ATOMIC_RELEASE);
-  if (gc_test_rank == 0)
-    CU_ASSERT_EQUAL_FATAL(cudaLaunchHostFunc((cudaStream_t)stream, hold_stream, &released), cudaSuccess);
+  if (gc_test_rank == 0) hold(stream, &released);
 
   const double t0 = MPI_Wtime();
   const char *whose = gc_test_rank == 0 ? "work on this rank's GPU did not finish" : "work on another rank's GPU";
@@ -280,9 +290,7 @@ static void test_stuck_teardown(void) {
   GC_TEST_OK(gc_synchronize(c, NULL));
   float out[N];
   CU_ASSERT_EQUAL_FATAL(cudaMemcpy(out, sym, sizeof out, cudaMemcpyDeviceToHost), cudaSuccess);
-  int wrong = 0;
-  for (int i = 0; i < N; i++) wrong += out[i] != (1.0f + (float)i) * (float)gc_test_size;
-  CU_ASSERT_EQUAL(wrong, 0);
+  CU_ASSERT_EQUAL(wrong_sums(out, N), 0);
 
   __atomic_store_n(&released, 1, __ATOMIC_RELEASE);
   GC_TEST_OK(gc_mem_free(c, sym));

@@ -385,7 +385,9 @@ GC_API gc_result_t gc_tune_reset(gc_comm_t comm);
  * On a host-only rank it returns host memory. gc_mem_free is collective too, and waits for every
  * rank's device as gc_comm_destroy does (GC_ERR_STREAM_TIMEOUT: nothing freed, call it again).
  * gc_buffer_alloc is local: device memory of the communicator's GPU (on_device = 1) or pinned
- * host memory (on_device = 0; plain host memory on host-only ranks).
+ * host memory (on_device = 0; plain host memory on host-only ranks). gc_buffer_free takes only
+ * what gc_buffer_alloc made on the same communicator, and waits for the device as gc_mem_free
+ * does (on this rank alone); gc_comm_destroy frees what is left.
  * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines ran up to 29%
  * slower into allocations of other sizes while the SMs were busy (H200). Size your own so too.
  * ------------------------------------------------------------------------------------------- */
