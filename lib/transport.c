@@ -97,9 +97,10 @@ static gc_result_t map_everywhere(gc_comm_t comm, void *mine, char *mapped[GC_MA
 static gc_result_t transport_alloc(gc_comm_t comm, size_t bytes, size_t sig_bytes, size_t ll_at, char **base) {
   gc__transport_t *tp = &comm->tp;
   GC_CUDA_CHECK(comm, cudaMalloc((void **)base, gc__whole_pages(bytes)));
-  GC_CUDA_CHECK(comm, cudaMemset(*base, 0, sig_bytes));
-  GC_CUDA_CHECK(comm, cudaMemset(*base + ll_at, 0xFF, (GC_LL_BYTES + 255) & ~(size_t)255));
-  GC_CUDA_CHECK(comm, cudaDeviceSynchronize());
+  /* On the communicator's own (non-blocking) stream: nobody else's work is waited for. */
+  GC_CUDA_CHECK(comm, cudaMemsetAsync(*base, 0, sig_bytes, comm->stream));
+  GC_CUDA_CHECK(comm, cudaMemsetAsync(*base + ll_at, 0xFF, (GC_LL_BYTES + 255) & ~(size_t)255, comm->stream));
+  GC_CHECK(gc__stream_wait(comm, comm->stream, "gc_comm_init: clearing the signals"));
   GC_CUDA_CHECK(comm, cudaHostAlloc((void **)&tp->error_host, sizeof(uint32_t), cudaHostAllocMapped));
   *tp->error_host = 0;
   GC_CUDA_CHECK(comm, cudaHostGetDevicePointer((void **)&tp->error_dev, tp->error_host, 0));
