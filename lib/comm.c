@@ -106,8 +106,8 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
 
 static void comm_free(gc_comm_t comm) {
   gc__owned_release_all(comm);
+  gc__symmetric_release_all(comm); /* host memory on host-only ranks */
   if (comm->device >= 0) {
-    gc__symmetric_release_all(comm);
     gc__multimem_destroy(comm); /* after the device is idle: comm_destroy synchronized it */
     gc__transport_destroy(comm);
     gc__ce_destroy(comm);
