@@ -292,9 +292,8 @@ static gc_result_t comm_destroy(gc_comm_t comm) {
   /* Kernels in flight may still read peers' buffers or be read: every rank's device idle first.
    * The waits are bounded, so a dead peer or a stuck device cannot hang us; a device still busy
    * leaves everything as it was (GC_ERR_STREAM_TIMEOUT), a missing peer does not. */
-  int idle = 1;
-  gc_result_t quiet = gc__quiesce(comm, "gc_comm_destroy", &idle);
-  if (quiet == GC_ERR_STREAM_TIMEOUT || !idle) return quiet;
+  gc_result_t quiet = gc__quiesce(comm, "gc_comm_destroy");
+  if (quiet == GC_ERR_STREAM_TIMEOUT) return quiet;
   gc_result_t r = GC_SUCCESS;
   /* The groups first: every rank of comm is in one of each, so these are collective too. */
   gc_comm_t groups[2] = {comm->cross_group, comm->node_group};
@@ -512,16 +511,15 @@ gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle) {
 
 /* Before freeing what kernels of this rank or of its peers may still use: waits (bounded) until
  * this rank's device is idle, then agrees with every rank that each one's is, waiting for a late
- * one as long as its device wait could take. GC_ERR_STREAM_TIMEOUT when a device was not: the
- * caller frees nothing and may be called again. *idle (NULL: not wanted): this rank's own device
- * was; when only a peer is missing (another error), freeing here is still safe (gc_comm_destroy). */
-gc_result_t gc__quiesce(gc_comm_t comm, const char *what, int *idle) {
+ * one as long as its device wait could take. GC_ERR_STREAM_TIMEOUT whenever a device, this rank's
+ * or a peer's, was not: the caller frees nothing and may be called again. Any other failure (a
+ * peer missing) still leaves this rank's device idle, so freeing here is safe (gc_comm_destroy). */
+gc_result_t gc__quiesce(gc_comm_t comm, const char *what) {
   /* First that every rank came, so that a missing one is found within GC_TIMEOUT_MS. */
   int all = 1;
   gc_result_t met = gc__boot_agree(comm, &all, comm->timeout_ms, what);
   int here = 1;
   gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what, &here) : GC_SUCCESS;
-  if (idle) *idle = here;
   if (met != GC_SUCCESS) return r != GC_SUCCESS ? r : met;
   all = here;
   gc_result_t agreed = gc__boot_agree(comm, &all, stream_wait_bound_ms(comm) + comm->timeout_ms, what);

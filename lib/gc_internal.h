@@ -166,10 +166,11 @@ typedef struct gc__symmetric {
 } gc__symmetric_t;
 
 /* A buffer from gc_buffer_alloc, until gc_buffer_free or gc_comm_destroy frees it. */
+typedef enum { GC_OWNED_MALLOC, GC_OWNED_DEVICE, GC_OWNED_PINNED } gc__owned_kind_t; /* malloc: host-only rank */
 typedef struct gc__owned {
   struct gc__owned *next;
   void *ptr;
-  int kind; /* 0 malloc (host-only rank), 1 cudaMalloc, 2 cudaMallocHost */
+  gc__owned_kind_t kind;
 } gc__owned_t;
 
 /* The NVLink multicast all-reduce's state (multimem.c): one allocation of this rank bound to the
@@ -276,7 +277,7 @@ GC_HIDDEN gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *wh
 /* This rank's device idle, bounded like a stream wait (comm.c): GC_ERR_STREAM_TIMEOUT and
  * *idle = 0 when it stayed busy. gc__quiesce: every rank's, agreed (collective). */
 GC_HIDDEN gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle);
-GC_HIDDEN gc_result_t gc__quiesce(gc_comm_t comm, const char *what, int *idle);
+GC_HIDDEN gc_result_t gc__quiesce(gc_comm_t comm, const char *what);
 /* Makes comm->node_group and comm->cross_group (collective; once; nodes of one size). A failure
  * leaves the communicator failed. */
 GC_HIDDEN gc_result_t gc__mixed_groups(gc_comm_t comm);

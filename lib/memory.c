@@ -18,14 +18,12 @@ gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr) {
   return GC_PTR_HOST;
 }
 
-enum { OWNED_MALLOC, OWNED_DEVICE, OWNED_PINNED };
-
-static cudaError_t owned_free(gc__owned_t *o) {
-  cudaError_t e = cudaSuccess;
-  if (o->kind == OWNED_MALLOC) free(o->ptr);
-  else e = o->kind == OWNED_DEVICE ? cudaFree(o->ptr) : cudaFreeHost(o->ptr);
-  free(o);
-  return e;
+static cudaError_t owned_memory_free(gc__owned_kind_t kind, void *p) {
+  if (kind == GC_OWNED_MALLOC) {
+    free(p);
+    return cudaSuccess;
+  }
+  return kind == GC_OWNED_DEVICE ? cudaFree(p) : cudaFreeHost(p);
 }
 
 static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device, void **out) {
@@ -34,29 +32,23 @@ static gc_result_t buffer_alloc_impl(gc_comm_t comm, size_t bytes, int on_device
   if (bytes == 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: bytes is 0");
   if (bytes > GC_MAX_ALLOC_BYTES)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_alloc: %zu bytes is more than any machine holds", bytes);
-  gc__owned_t *o = calloc(1, sizeof *o);
-  if (!o) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: out of host memory");
   void *p = NULL;
-  gc_result_t r = GC_SUCCESS;
-  if (comm->device < 0) {
-    o->kind = OWNED_MALLOC;
-    if (on_device) r = GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");
-    else if (!(p = malloc(bytes))) r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
+  gc__owned_kind_t kind = comm->device < 0 ? GC_OWNED_MALLOC : on_device ? GC_OWNED_DEVICE : GC_OWNED_PINNED;
+  if (kind == GC_OWNED_MALLOC) {
+    if (on_device) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_buffer_alloc: this rank has no GPU");
+    p = malloc(bytes);
+    if (!p) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: malloc(%zu) failed", bytes);
+  } else if (kind == GC_OWNED_DEVICE) {
+    GC_CUDA_CHECK(comm, cudaMalloc(&p, gc__whole_pages(bytes)));
   } else {
-    o->kind = on_device ? OWNED_DEVICE : OWNED_PINNED;
-    cudaError_t e = on_device ? cudaMalloc(&p, gc__whole_pages(bytes)) : cudaMallocHost(&p, bytes);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError(); /* a failed allocation must not fail the next launch */
-      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_buffer_alloc: %s(%zu) failed: %s (%s)", on_device ? "cudaMalloc" : "cudaMallocHost",
-                  bytes, cudaGetErrorString(e), cudaGetErrorName(e));
-    }
+    GC_CUDA_CHECK(comm, cudaMallocHost(&p, bytes));
   }
-  if (r != GC_SUCCESS) {
-    free(o);
-    return r;
+  gc__owned_t *o = malloc(sizeof *o);
+  if (!o) {
+    owned_memory_free(kind, p);
+    return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_buffer_alloc: out of host memory");
   }
-  o->ptr = p;
-  o->next = comm->owned; /* freed by gc_buffer_free, or by gc_comm_destroy */
+  *o = (gc__owned_t){.next = comm->owned, .ptr = p, .kind = kind}; /* freed by gc_buffer_free or gc_comm_destroy */
   comm->owned = o;
   *out = p;
   return GC_SUCCESS;
@@ -74,15 +66,12 @@ static gc_result_t buffer_free_impl(gc_comm_t comm, void *ptr) {
   if (!*link)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_buffer_free: %p was not made by gc_buffer_alloc on this "
                    "communicator (or was freed already)", ptr);
+  gc__owned_t o = **link;
   /* cudaFree and cudaFreeHost wait for the whole device: wait here first, bounded. */
-  if ((*link)->kind != OWNED_MALLOC) GC_CHECK(gc__device_wait(comm, "gc_buffer_free", NULL));
-  gc__owned_t *o = *link;
-  *link = o->next;
-  cudaError_t e = owned_free(o);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return GC_FAIL(comm, GC_ERR_CUDA, "gc_buffer_free: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-  }
+  if (o.kind != GC_OWNED_MALLOC) GC_CHECK(gc__device_wait(comm, "gc_buffer_free", NULL));
+  free(*link);
+  *link = o.next;
+  GC_CUDA_CHECK(comm, owned_memory_free(o.kind, o.ptr));
   return GC_SUCCESS;
 }
 
@@ -90,7 +79,8 @@ void gc__owned_release_all(gc_comm_t comm) {
   while (comm->owned) {
     gc__owned_t *o = comm->owned;
     comm->owned = o->next;
-    (void)owned_free(o);
+    (void)owned_memory_free(o->kind, o->ptr);
+    free(o);
   }
 }
 

@@ -250,7 +250,7 @@ static gc_result_t mem_free_impl(gc_comm_t comm, void *ptr) {
     if (s->base[comm->local_rank] != ptr) continue;
     /* Peers may still read this buffer in a kernel in flight: every rank's device idle first
      * (bounded; a device still busy leaves the buffer as it was, GC_ERR_STREAM_TIMEOUT). */
-    GC_CHECK(gc__quiesce(comm, "gc_mem_free", NULL));
+    GC_CHECK(gc__quiesce(comm, "gc_mem_free"));
     *link = s->next;
     symmetric_release(comm, s);
     return GC_SUCCESS;
