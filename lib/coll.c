@@ -91,6 +91,21 @@ static int bad_overlap(const void *a, size_t an, const void *b, size_t bn, ptrdi
   return (const char *)b != (const char *)a + allowed && overlaps(a, an, b, bn);
 }
 
+/* The epilogue's add vector (count elements of the input dtype, count results in recv) may be
+ * recv itself when the results keep the input dtype (each element is read before its own result
+ * replaces it); any other overlap with recv is refused. */
+static gc_result_t check_add(gc_comm_t comm, const gc_options_t *o, gc_dtype_t dtype, const void *recv, size_t count) {
+  if (!o->add) return GC_SUCCESS;
+  if (o->add == recv && o->out_dtype != dtype)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
+                   "the epilogue's add vector is recvbuf, whose results are %s, not the input's %s "
+                   "(the results would overwrite addends not yet read)",
+                   gc_dtype_name(o->out_dtype), gc_dtype_name(dtype));
+  if (o->add != recv && overlaps(o->add, count * gc_dtype_size(dtype), recv, count * gc_dtype_size(o->out_dtype)))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
+  return GC_SUCCESS;
+}
+
 /* ---- the peer-to-peer path ---------------------------------------------------------------- */
 
 static gc_kargs_t base_args(gc_comm_t comm, const gc__plan_t *plan, const gc_options_t *o, gc_dtype_t dtype,
@@ -779,8 +794,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
   if (count > SIZE_MAX / 8) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "count %zu is too large", count);
   if (bad_overlap(send, count * es, recv, count * os, 0) || (send == recv && o.out_dtype != dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
-  if (o.add && bad_overlap(o.add, count * es, recv, count * os, 0) && o.add != recv)
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
+  GC_CHECK(check_add(comm, &o, dtype, recv, count));
   ptrs_t p = {{send, recv_is_scratch ? NULL : recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
@@ -801,12 +815,21 @@ gc_result_t gc_allreduce(const void *send, void *recv, size_t count, gc_dtype_t 
   return gc_allreduce_ex(send, recv, count, dtype, op, comm, stream, NULL);
 }
 
+/* A temporary beside recv: host memory for a host output (the epilogue runs on the host), else
+ * memory of this rank's GPU; NULL when none could be had. */
+static void *temp_alloc(int host, size_t bytes) {
+  void *p = NULL;
+  if (host) return malloc(bytes);
+  return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+
 /* The MPI path's axis-1 split: an all-reduce of the whole matrix into a float32 (float64,
  * integer) temporary, then this rank's columns through the epilogue, rounding once as the
- * kernels do, so the bits match the peer-to-peer path. */
+ * kernels do, so the bits match the peer-to-peer path. An add vector that is not where the
+ * epilogue runs (host or this GPU) is copied there first. */
 static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, void *recv, const split_t *sp,
                                              gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
-  size_t total = sp->rows * sp->cols;
+  size_t total = sp->rows * sp->cols, c0 = sp->off[comm->rank], w = sp->len[comm->rank];
   gc_dtype_t wide = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
   size_t es = gc_dtype_size(dtype), ws = gc_dtype_size(wide), os = gc_dtype_size(o->out_dtype);
   gc_options_t plain = without_epilogue(o, wide);
@@ -816,42 +839,53 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
     scale /= comm->size;
   }
   int host = gc__ptr_kind(comm, recv) == GC_PTR_HOST;
-  void *full = NULL;
-  if (host) full = malloc(total * ws);
-  else if (cudaMalloc(&full, total * ws) != cudaSuccess) full = NULL;
+  const char *add = o->add;
+  void *full = temp_alloc(host, total * ws), *add_here = NULL;
   if (!full) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_reducescatter_2d: no memory for a %zu-byte temporary", total * ws);
-  gc_result_t r = gc__mpi_allreduce(comm, send, full, total, dtype, op, &plain, NULL, stream);
-  size_t c0 = sp->off[comm->rank], w = sp->len[comm->rank];
+  gc_result_t r = GC_SUCCESS;
+  cudaError_t e;
+  gc__ptr_kind_t add_kind = add ? gc__ptr_kind(comm, add) : GC_PTR_HOST;
+  if (add && w && (host ? add_kind != GC_PTR_HOST : add_kind != GC_PTR_DEVICE_OWN)) {
+    size_t bytes = sp->rows * w * es;
+    add_here = temp_alloc(host, bytes);
+    if (!add_here) r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_reducescatter_2d: no memory for a %zu-byte copy of the add vector", bytes);
+    else if ((e = cudaMemcpyAsync(add_here, add, bytes, cudaMemcpyDefault, stream)) != cudaSuccess)
+      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_reducescatter_2d: copying the add vector: %s", cudaGetErrorString(e));
+    add = add_here;
+  }
+  /* every rank takes part in the all-reduce, whatever failed here (the others would wait) */
+  gc_result_t reduced = gc__mpi_allreduce(comm, send, full, total, dtype, op, &plain, NULL, stream);
+  if (r == GC_SUCCESS) r = reduced;
+  int copied = 1; /* whether the add vector's copy to the host is known to be over */
+  if (host && add_here) {
+    gc_result_t waited = gc__stream_wait(comm, stream, "gc_reducescatter_2d: the add vector's copy");
+    copied = waited == GC_SUCCESS;
+    if (r == GC_SUCCESS) r = waited;
+  }
   for (size_t i = 0; r == GC_SUCCESS && w && i < sp->rows; i++) {
-    const char *src = (const char *)full + (i * sp->cols + c0) * ws;
+    char *src = (char *)full + (i * sp->cols + c0) * ws;
     char *dst = (char *)recv + i * w * os;
-    const char *add = o->add ? (const char *)o->add + i * w * es : NULL;
+    const char *add_row = add ? add + i * w * es : NULL;
     if (host) {
-      for (size_t j = 0; j < w; j++) {
-        double v = gc__load_double(src, j, wide);
-        if (wide == GC_FLOAT32) {
-          float f = (float)v;
-          if (scale != 1.0) f *= (float)scale;
-          if (add) f += (float)gc__load_double(add, j, dtype);
-          v = f;
-        } else {
-          if (scale != 1.0) v *= scale;
-          if (add) v += gc__load_double(add, j, dtype);
-        }
-        gc__store_double(dst, j, o->out_dtype, v);
-      }
+      gc__host_epilogue(src, wide, w, scale, add_row, dtype, dst, o->out_dtype);
     } else {
-      gc_kepilogue_t ep = {scale != 1.0, scale, add, dtype, o->out_dtype};
-      int e = gc_kernel_epilogue(dst, src, w, wide, &ep, stream);
-      if (e) r = GC_FAIL(comm, GC_ERR_CUDA, "epilogue kernel: %s", cudaGetErrorString((cudaError_t)e));
+      gc_kepilogue_t ep = {scale != 1.0, scale, add_row, dtype, o->out_dtype};
+      e = (cudaError_t)gc_kernel_epilogue(dst, src, w, wide, &ep, stream);
+      if (e != cudaSuccess) r = GC_FAIL(comm, GC_ERR_CUDA, "epilogue kernel: %s", cudaGetErrorString(e));
     }
   }
   if (host) {
     free(full);
+    if (copied) free(add_here);
+    else gc__park(add_here); /* the copy may still write it */
   } else {
     gc_result_t waited = gc__stream_wait(comm, stream, "gc_reducescatter_2d");
-    if (waited == GC_SUCCESS) cudaFree(full);
-    else gc__park(full); /* the stream may still read it; cudaFree would wait for it */
+    void *temps[2] = {full, add_here};
+    for (int t = 0; t < 2; t++) {
+      if (!temps[t]) continue;
+      if (waited == GC_SUCCESS) cudaFree(temps[t]);
+      else gc__park(temps[t]); /* the stream may still read it; cudaFree would wait for it */
+    }
     if (r == GC_SUCCESS) r = waited;
   }
   return r;
@@ -871,6 +905,7 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   ptrdiff_t inplace = sp->axis == 1 || o.out_dtype != dtype ? PTRDIFF_MAX : (ptrdiff_t)(sp->off[me] * es);
   if (recv && bad_overlap(send, total * es, recv, mine * os, inplace))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
+  GC_CHECK(check_add(comm, &o, dtype, recv, mine));
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
@@ -1074,8 +1109,7 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   ptrdiff_t inplace = o.out_dtype == dtype ? (ptrdiff_t)((size_t)comm->local_rank * count * es) : PTRDIFF_MAX;
   if (bad_overlap(send, L * count * es, recv, count * os, inplace))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
-  if (o.add && bad_overlap(o.add, count * es, recv, count * os, 0))
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector partially overlaps recvbuf");
+  GC_CHECK(check_add(comm, &o, dtype, recv, count));
   /* One node: the reduce-scatter is the whole operation; one rank per node: the all-reduce is. */
   if (comm->node_count == 1) return reducescatter_ex_impl(send, recv, count, dtype, op, comm, stream, &o);
   if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
@@ -1126,6 +1160,7 @@ static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap without being in place");
   if (o.add && bad_overlap(o.add, count * es, recv, L * count * os, PTRDIFF_MAX) && o.add != mine)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "the epilogue's add vector overlaps recvbuf");
+  GC_CHECK(check_add(comm, &o, dtype, mine, count));
   /* One rank per node: the all-reduce is the whole operation; one node without an epilogue: the
    * all-gather is (an all-reduce over one rank changes nothing). */
   if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);

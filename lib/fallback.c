@@ -136,36 +136,57 @@ typedef struct {
     }                                                                          \
   } while (0)
 
+/* The epilogue on len reduced values in place at vals (float32, float64 or int64 accumulators;
+ * other integer types are read as such): scale (floats; rounded once to float32 there), add (len
+ * elements of add_dtype, or NULL), then len elements of out_dtype to out. Separate multiply and
+ * add: no fused multiply-add (x86-64 C without -mfma never contracts; the kernels must use
+ * __fmul_rn/__fadd_rn). Integers stay exact: add wraps, integer outputs keep the low bits. */
+void gc__host_epilogue(void *vals, gc_dtype_t dtype, size_t len, double scale, const void *add, gc_dtype_t add_dtype,
+                       void *out, gc_dtype_t out_dtype) {
+  switch (acc_kind(dtype)) {
+    case ACC_FLOAT: {
+      float *a = vals, s = (float)scale;
+      if (s != 1.0f)
+        for (size_t j = 0; j < len; j++) a[j] = a[j] * s;
+      if (add)
+        for (size_t j = 0; j < len; j++) a[j] = a[j] + (float)gc__load_double(add, j, add_dtype);
+      for (size_t j = 0; j < len; j++) gc__store_double(out, j, out_dtype, (double)a[j]);
+      break;
+    }
+    case ACC_DOUBLE: {
+      double *a = vals;
+      if (scale != 1.0)
+        for (size_t j = 0; j < len; j++) a[j] = a[j] * scale;
+      if (add)
+        for (size_t j = 0; j < len; j++) a[j] = a[j] + gc__load_double(add, j, add_dtype);
+      for (size_t j = 0; j < len; j++) gc__store_double(out, j, out_dtype, a[j]);
+      break;
+    }
+    case ACC_INT:
+      for (size_t j = 0; j < len; j++) {
+        uint64_t v = (uint64_t)load_int(vals, j, dtype);
+        if (add) v += (uint64_t)load_int(add, j, add_dtype);
+        store_int(out, j, out_dtype, (int64_t)v);
+      }
+      break;
+  }
+}
+
 /* Reduces gath (n rows of len elements of R->dt, row r from rank r) element-wise in rank order,
  * applies the epilogue (add: len elements of R->adt or NULL) and writes len elements of R->odt. */
 static void reduce_slice(const red_t *R, const char *gath, size_t len, const void *add, void *out) {
   size_t isz = gc_dtype_size(R->dt);
+  /* The scale is formed in double (scale / n for AVG, as coll.c hands it to the kernels). */
+  double s = R->op == GC_AVG ? R->scale / R->avg_n : R->scale;
   switch (acc_kind(R->dt)) {
-    case ACC_FLOAT: {
+    case ACC_FLOAT:
       RED_LOOP(float, gc__load_double);
-      float *a = R->acc;
-      /* The scale is formed in double (scale / n for AVG, as coll.c hands it to the kernels) and
-       * rounded once to the accumulator type. Separate multiply and add: no fused multiply-add
-       * (x86-64 C without -mfma never contracts; the kernels must use __fmul_rn/__fadd_rn). */
-      float s = (float)(R->op == GC_AVG ? R->scale / R->avg_n : R->scale);
-      if (s != 1.0f)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] * s;
-      if (add)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] + (float)gc__load_double(add, j, R->adt);
-      for (size_t j = 0; j < len; j++) gc__store_double(out, j, R->odt, (double)a[j]);
+      gc__host_epilogue(R->acc, GC_FLOAT32, len, s, add, R->adt, out, R->odt);
       break;
-    }
-    case ACC_DOUBLE: {
+    case ACC_DOUBLE:
       RED_LOOP(double, gc__load_double);
-      double *a = R->acc;
-      double s = R->op == GC_AVG ? R->scale / R->avg_n : R->scale;
-      if (s != 1.0)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] * s;
-      if (add)
-        for (size_t j = 0; j < len; j++) a[j] = a[j] + gc__load_double(add, j, R->adt);
-      for (size_t j = 0; j < len; j++) gc__store_double(out, j, R->odt, a[j]);
+      gc__host_epilogue(R->acc, GC_FLOAT64, len, s, add, R->adt, out, R->odt);
       break;
-    }
     case ACC_INT: {
       /* Unsigned arithmetic: wrapping is defined, and the low bits equal those of the narrow
        * type's own wrapping arithmetic. min/max compare the signed values. */
@@ -186,9 +207,7 @@ static void reduce_slice(const red_t *R, const char *gath, size_t len, const voi
       }
       if (R->op == GC_AVG) /* C division: truncates toward zero */
         for (size_t j = 0; j < len; j++) a[j] = (uint64_t)((int64_t)a[j] / (int64_t)R->avg_n);
-      if (add)
-        for (size_t j = 0; j < len; j++) a[j] += (uint64_t)load_int(add, j, R->adt);
-      for (size_t j = 0; j < len; j++) store_int(out, j, R->odt, (int64_t)a[j]);
+      gc__host_epilogue(a, GC_INT64, len, 1.0, add, R->adt, out, R->odt); /* int64: the same bits */
       break;
     }
   }
@@ -616,8 +635,10 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
   /* CUDA-aware MPI moves device data itself; otherwise device data is staged. */
   int direct = !any_dev || (comm->cuda_aware && send_dev == recv_dev);
   MPI_Datatype et = elem_type(isz), wide = MPI_DATATYPE_NULL;
-  size_t C = chunk_elems(comm, isz);
-  if (!direct && recv_dev) C = C / (size_t)(n + 1) ? C / (size_t)(n + 1) : 1; /* [own | n x] */
+  /* A staged device output takes [own | n x] C elements of a pinned chunk. Every rank uses that
+   * C, whatever its buffers: ranks may pass different kinds, and MPI needs the same rounds. */
+  size_t C = chunk_elems(comm, isz) / (size_t)(n + 1);
+  if (C < 1) C = 1;
   if (C > count) C = count;
   size_t rounds = (count + C - 1) / C;
   gc_result_t rc = GC_SUCCESS;

@@ -432,6 +432,9 @@ GC_HIDDEN gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *
 GC_HIDDEN gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count,
                                         gc_dtype_t dtype, int root, cudaStream_t stream);
 GC_HIDDEN void gc__mpi_release(gc_comm_t comm); /* frees the pinned chunks */
+/* The MPI path's epilogue on host values (fallback.c has the rules); vals is overwritten. */
+GC_HIDDEN void gc__host_epilogue(void *vals, gc_dtype_t dtype, size_t len, double scale, const void *add,
+                                 gc_dtype_t add_dtype, void *out, gc_dtype_t out_dtype);
 
 /* dispatch.c: algorithm and grid from (GPU count, bytes); identical on every rank. */
 typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST,

@@ -60,6 +60,11 @@ void gc_test_download(void *host_dst, const void *src, size_t bytes) {
   else memcpy(host_dst, src, bytes);
 }
 
+void gc_test_upload(void *dst, const void *host_src, size_t bytes) {
+  if (gc_test_on_gpu) GC_TEST_OK(gc_memcpy(gc_test_comm, dst, host_src, bytes));
+  else memcpy(dst, host_src, bytes);
+}
+
 int gc_test_fetch_checked(void *host, const void *dev, size_t bytes, int guarded, const char *what) {
   gc_test_download(host, dev, bytes + (guarded ? GUARD : 0));
   if (!guarded) return 1;

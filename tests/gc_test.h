@@ -38,6 +38,7 @@ extern uint64_t gc_test_seed;  /* fresh per run (time-based unless GC_TEST_SEED 
 void *gc_test_alloc(size_t bytes);
 void gc_test_free(void *p);
 void gc_test_download(void *host_dst, const void *src, size_t bytes);
+void gc_test_upload(void *dst, const void *host_src, size_t bytes);
 /* A buffer from gc_mem_alloc (symmetric = 1; collective: every rank calls in the same order) or
  * from gc_test_alloc, poisoned either way; gc_test_free_as frees it with the same flag. */
 void *gc_test_alloc_as(int symmetric, size_t bytes);

@@ -45,7 +45,7 @@ typedef struct {
   size_t rows, cols;      /* 1-D: cols = recvcount */
   int in_place;
   double scale;
-  int with_add;
+  int with_add;           /* 1: an add vector; 2: the add vector is recv itself */
 } rs_case_t;
 
 static int run_rs(const rs_case_t *c) {
@@ -78,7 +78,7 @@ static int run_rs(const rs_case_t *c) {
   char what[200];
   snprintf(what, sizeof what, "reduce-scatter%s %s %s->%s %zu x %zu axis %d%s scale %g%s",
            c->two_d ? "_2d" : "", gc_op_name(c->op), gc_dtype_name(dt), gc_dtype_name(odt), c->rows,
-           c->cols, c->axis, c->in_place ? " in place" : "", c->scale, c->with_add ? " +add" : "");
+           c->cols, c->axis, c->in_place ? " in place" : "", c->scale, c->with_add == 2 ? " +add (recv)" : c->with_add ? " +add" : "");
 
   char *send = buf_alloc(total * isz + GUARD);
   gc_test_fill(send, total, dt, me, salt);
@@ -94,6 +94,10 @@ static int run_rs(const rs_case_t *c) {
   gc_options_t o = GC_OPTIONS_INIT;
   o.scale = c->scale;
   o.add = add;
+  if (c->with_add == 2) { /* out of place, same dtype: the addends start in recv */
+    GC_TEST_OK(gc_memcpy(gc_test_comm, recv, add, mine * isz));
+    o.add = recv;
+  }
   o.out_dtype = c->out_dtype;
   o.algo = mode_algo;
   gc_result_t r = c->two_d ? gc_reducescatter_2d(send, recv, c->rows, c->cols, c->axis, dt, c->op,
@@ -152,6 +156,13 @@ static void test_rs_epilogue(void) {
   c = rs1(GC_INT32, GC_SUM, 77, 0);
   c.with_add = 1;
   bad += !run_rs(&c);
+  c = rs1(GC_FLOAT32, GC_SUM, 1021, 0);
+  c.scale = 0.5;
+  c.with_add = 2;
+  bad += !run_rs(&c);
+  c = rs1(GC_INT64, GC_SUM, 77, 0);
+  c.with_add = 2;
+  bad += !run_rs(&c);
   CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -181,6 +192,8 @@ static void test_rs_2d_epilogue(void) {
     c = (rs_case_t){GC_BFLOAT16, GC_FP8_E4M3, GC_AVG, 1, axis, 37, 129, 0, 2.0, 1};
     bad += !run_rs(&c);
     c = (rs_case_t){GC_FLOAT16, GC_FLOAT32, GC_SUM, 1, axis, 7, 5, 0, 1.0, 1};
+    bad += !run_rs(&c);
+    c = (rs_case_t){GC_BFLOAT16, GC_DTYPE_SAME, GC_SUM, 1, axis, 13, 31, 0, 1.0, 2};
     bad += !run_rs(&c);
     c = (rs_case_t){GC_INT32, GC_DTYPE_SAME, GC_MAX, 1, axis, 7, 5, 0, 1.0, 1};
     bad += !run_rs(&c);
@@ -243,6 +256,78 @@ static void test_rs_matches_allreduce(void) {
       gc_test_free(send);
     }
   CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The 2-D reduce-scatter by columns: int64 sums past 2^53 stay exact (the MPI path once took
+ * them through double), and an add vector that is not where recv is (device add with a host
+ * recv, pageable add with a device recv) gives the same bits as one beside it (the MPI path once
+ * read the device add on the host, or handed the host add to a kernel). */
+static void test_rs_columns_exact_add_anywhere(void) {
+  const size_t rows = 3, cols = 7, total = rows * cols;
+  const int n = gc_test_size, me = gc_test_rank;
+  size_t c0, w;
+  gc_partition(cols, n, me, &c0, &w);
+  const size_t mine = rows * w;
+  int64_t *hsend = malloc(total * 8), *hadd = malloc(mine * 8 + 8), *got = malloc(mine * 8 + 8);
+  CU_ASSERT_FATAL(hsend && hadd && got);
+  for (size_t k = 0; k < total; k++) hsend[k] = ((int64_t)1 << 53) + 1 + 3 * (int64_t)k + (int64_t)me * 1000003;
+  for (size_t k = 0; k < mine; k++) hadd[k] = -((int64_t)1 << 54) - (int64_t)k;
+  char *send = gc_test_alloc(total * 8), *recv = gc_test_alloc(mine * 8 + 8), *add = gc_test_alloc(mine * 8 + 8);
+  gc_test_upload(send, hsend, total * 8);
+  gc_test_upload(add, hadd, mine * 8);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.add = add;
+  GC_TEST_OK(gc_reducescatter_2d(send, recv, rows, cols, 1, GC_INT64, GC_SUM, gc_test_comm, NULL, &o));
+  GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+  gc_test_download(got, recv, mine * 8);
+  size_t wrong = 0;
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < w; j++) {
+      int64_t want = hadd[i * w + j];
+      for (int r = 0; r < n; r++)
+        want += ((int64_t)1 << 53) + 1 + 3 * (int64_t)(i * cols + c0 + j) + (int64_t)r * 1000003;
+      wrong += got[i * w + j] != want;
+    }
+  CU_ASSERT_EQUAL(wrong, 0);
+  free(hsend);
+  free(hadd);
+  free(got);
+  gc_test_free(add);
+  gc_test_free(recv);
+  gc_test_free(send);
+  if (!gc_test_on_gpu) return;
+
+  /* float32 with an add vector, device inputs: the add beside recv against the add elsewhere */
+  const size_t fr = 5, fc = 9, fall = fr * fc;
+  gc_partition(fc, n, me, &c0, &w);
+  const size_t fmine = fr * w, fbytes = fmine * 4 + 4;
+  int salt = ++salt_counter;
+  float *fsend = gc_test_alloc(fall * 4), *dadd = gc_test_alloc(fbytes), *drecv = gc_test_alloc(fbytes);
+  float *hadd_f = malloc(fbytes), *hrecv = malloc(fbytes), *want_f = malloc(fbytes), *got_f = malloc(fbytes);
+  CU_ASSERT_FATAL(hadd_f && hrecv && want_f && got_f);
+  gc_test_fill(fsend, fall, GC_FLOAT32, me, salt);
+  gc_test_fill(dadd, fmine, GC_FLOAT32, -1, salt);
+  gc_test_download(hadd_f, dadd, fmine * 4);
+  for (int where = 0; where < 2; where++) { /* 0: recv on the host; 1: recv on the GPU */
+    float *out = where ? drecv : hrecv;
+    for (int beside = 1; beside >= 0; beside--) {
+      o.add = (beside == (where == 0)) ? (void *)hadd_f : (void *)dadd;
+      GC_TEST_OK(gc_reducescatter_2d(fsend, out, fr, fc, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o));
+      GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+      gc_test_download(beside ? want_f : got_f, out, fmine * 4);
+    }
+    if (memcmp(want_f, got_f, fmine * 4) != 0)
+      fprintf(stderr, "[rank %d] reduce-scatter by columns, recv on the %s: the add elsewhere differs\n", me,
+              where ? "GPU" : "host");
+    CU_ASSERT(memcmp(want_f, got_f, fmine * 4) == 0);
+  }
+  free(hadd_f);
+  free(hrecv);
+  free(want_f);
+  free(got_f);
+  gc_test_free(drecv);
+  gc_test_free(dadd);
+  gc_test_free(fsend);
 }
 
 /* Byte offset of all-gather and broadcast buffers from their allocation (unaligned cases). */
@@ -995,6 +1080,7 @@ void gc_test_suite_collectives(void) {
                                          {"reduce-scatter 2-D, both axes, uneven", test_rs_2d},
                                          {"reduce-scatter 2-D epilogue", test_rs_2d_epilogue},
                                          {"reduce-scatter bits equal all-reduce bits", test_rs_matches_allreduce},
+                                         {"reduce-scatter by columns: exact int64, the add anywhere", test_rs_columns_exact_add_anywhere},
                                          {"all-gather", test_allgather},
                                          {"broadcast", test_broadcast},
                                          {"copy-engine path", test_copyengine},

@@ -135,6 +135,12 @@ static void test_overlap(void) {
   o = (gc_options_t)GC_OPTIONS_INIT;
   o.add = buf_b + 4;
   EXPECT(GC_ERR_INVALID_ARGUMENT, gc_allreduce_ex(buf_a, buf_b, 8, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o));
+  EXPECT(GC_ERR_INVALID_ARGUMENT, gc_reducescatter_ex(big, buf_b, 2, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o));
+  /* the add vector as recv, but recv of a wider type: results would overwrite addends */
+  o.add = buf_b;
+  o.out_dtype = GC_FLOAT32;
+  EXPECT(GC_ERR_INVALID_ARGUMENT, gc_allreduce_ex(buf_a, buf_b, 8, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o));
+  EXPECT(GC_ERR_INVALID_ARGUMENT, gc_reducescatter_ex(big, buf_b, 2, GC_BFLOAT16, GC_SUM, gc_test_comm, NULL, &o));
   if (n == 1) /* only the root checks: with peers they would wait for it */
     EXPECT(GC_ERR_INVALID_ARGUMENT, gc_broadcast(buf_a, buf_a + 4, 8, GC_FLOAT32, 0, gc_test_comm, NULL));
   gc_test_free(big);

@@ -220,7 +220,9 @@ GC_API gc_result_t gc_synchronize(gc_comm_t comm, void *stream);
  *   out[i] = cast<out_dtype>( reduced[i] * scale + add[i] )
  * scale == 1 and add == NULL leave values as they are; add has the collective's input dtype and
  * one element per output element. GC_AVG is GC_SUM with scale 1/nranks. When out_dtype differs
- * from the input dtype, send and recv must not overlap.
+ * from the input dtype, send and recv must not overlap. add may be recv itself (a residual
+ * updated in place) when out_dtype is the input dtype; any other overlap of add and recv is
+ * GC_ERR_INVALID_ARGUMENT.
  * ------------------------------------------------------------------------------------------- */
 #define GC_OPTIONS_VERSION 1
 typedef struct gc_options {
