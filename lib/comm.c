@@ -1,5 +1,6 @@
 /* comm.c — communicator life cycle (init, destroy, abort), queries, and the live-handle registry
  * that turns use-after-destroy into an error instead of a crash. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -168,6 +169,42 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   return GC_SUCCESS;
 }
 
+/* The settings that shape what ranks exchange (staging layout, chunks and pieces, grids, forced
+ * algorithms and forms) must be the same on every rank: a rank with a larger staging area would
+ * write past a peer's, a different chunk would leave ranks waiting for rounds that never come.
+ * Each is compared once here; a difference is refused on every rank, naming the setting. */
+static gc_result_t same_settings(gc_comm_t comm) {
+  const struct {
+    const char *name;
+    uint64_t value;
+  } set[] = {
+      {"the staging area (gc_config_t.staging_bytes or GC_STAGING_BYTES)", comm->tp.staging_bytes},
+      {"GC_MPI_CHUNK_BYTES", comm->mpi_chunk_bytes},
+      {"GC_ALGO", (uint64_t)comm->forced_algo},
+      {"GC_MAX_BLOCKS", (uint64_t)(int64_t)comm->max_blocks},
+      {"GC_PUSH_PIECE", comm->push_piece},
+      {"GC_PUSH_SCHEDULE", (uint64_t)(int64_t)comm->push_schedule},
+      {"GC_PUSH_CONTROL", (uint64_t)(int64_t)comm->push_control},
+      {"GC_CE_ALLREDUCE", (uint64_t)comm->ce_allreduce},
+      {"GC_CE_CHUNKS", (uint64_t)comm->ce_chunks},
+      {"GC_STAGED_BLOCKS", (uint64_t)comm->staged_blocks},
+      {"GC_LL_RELAY_BYTES", comm->ll_relay_bytes},
+      {"GC_LL_THREADS", (uint64_t)comm->ll_threads},
+  };
+  enum { N = sizeof set / sizeof set[0] };
+  uint64_t v[2 * N]; /* each value and its complement: their minima give the least and the most */
+  for (int i = 0; i < N; i++) {
+    v[2 * i] = set[i].value;
+    v[2 * i + 1] = ~set[i].value;
+  }
+  GC_CHECK(gc__boot_min_u64(comm, v, 2 * N));
+  for (int i = 0; i < N; i++)
+    if (v[2 * i] != ~v[2 * i + 1])
+      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "ranks differ in %s (from %" PRId64 " to %" PRId64
+                     "); every rank must use the same", set[i].name, (int64_t)v[2 * i], (int64_t)~v[2 * i + 1]);
+  return GC_SUCCESS;
+}
+
 /* Every rank's outcome of a step, agreed: a rank that failed alone says so instead of leaving its
  * peers to wait for it. `r` is this rank's; a peer's failure is GC_ERR_REMOTE here. */
 static gc_result_t agree(gc_comm_t comm, gc_result_t r, const char *step) {
@@ -188,6 +225,7 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   GC_CHECK(gc__boot_min_int(comm, &state));
   GC_CHECK(r);
   if (state == 0) return GC_FAIL(NULL, GC_ERR_REMOTE, "another rank failed to read its parameters or set up its GPU");
+  GC_CHECK(same_settings(comm));
   /* The most checking any rank asks for: a check one rank made alone would wait for the others. */
   int fewest = -comm->check_calls;
   GC_CHECK(gc__boot_min_int(comm, &fewest));

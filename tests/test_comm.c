@@ -117,6 +117,67 @@ static void test_init_fails_on_every_rank(void) {
   GC_TEST_OK(gc_mem_free(gc_test_comm, p));
 }
 
+/* The other collectives on the MPI path, the ranks with a GPU on device buffers and the one
+ * without on host ones, staged (as without CUDA-aware MPI) in 4 KB chunks, so that every call
+ * takes many rounds: the ranks must agree on the rounds whatever their buffers (an all-gather
+ * once cut its chunk for a device output alone and got wrong data). Exact values, checked
+ * everywhere. */
+static gc_result_t mixed_kinds(gc_comm_t c, int on_gpu) {
+  enum { N = 1000 };
+  const int n = gc_test_size, me = gc_test_rank;
+  c->cuda_aware = 0;
+  c->mpi_chunk_bytes = 4096;
+  float *in = malloc(N * sizeof *in), *out = malloc((size_t)n * N * sizeof *out);
+  float *d_in = NULL, *d_out = NULL;
+  if (!in || !out) return GC_ERR_SYSTEM;
+  for (int j = 0; j < N; j++) in[j] = (float)(me * N + j);
+  if (on_gpu) {
+    CU_ASSERT_EQUAL_FATAL(cudaMalloc((void **)&d_in, (size_t)n * N * sizeof *in), cudaSuccess);
+    CU_ASSERT_EQUAL_FATAL(cudaMalloc((void **)&d_out, (size_t)n * N * sizeof *out), cudaSuccess);
+  }
+  gc_result_t r = GC_SUCCESS;
+  for (int coll = 0; coll < 3 && r == GC_SUCCESS; coll++) {
+    /* all-gather; broadcast from the last rank (the one without a GPU); reduce-scatter of n x N */
+    size_t in_count = coll == 2 ? (size_t)n * N : N, out_count = coll == 0 ? (size_t)n * N : N;
+    float *src = in;
+    if (coll == 2) {
+      src = out; /* n blocks of N: block b holds me * N + b * N + j */
+      for (size_t j = 0; j < in_count; j++) src[j] = (float)(me * N) + (float)j;
+    }
+    if (on_gpu && cudaMemcpy(d_in, src, in_count * sizeof *src, cudaMemcpyHostToDevice) != cudaSuccess) r = GC_ERR_CUDA;
+    float *send = on_gpu ? d_in : src, *recv = on_gpu ? d_out : malloc(out_count * sizeof *recv);
+    if (!recv) r = GC_ERR_SYSTEM;
+    if (r == GC_SUCCESS)
+      r = coll == 0 ? gc_allgather(send, recv, N, GC_FLOAT32, c, NULL)
+        : coll == 1 ? gc_broadcast(send, recv, N, GC_FLOAT32, n - 1, c, NULL)
+                    : gc_reducescatter(send, recv, N, GC_FLOAT32, GC_SUM, c, NULL);
+    if (r == GC_SUCCESS) r = gc_synchronize(c, NULL);
+    float *got = malloc(out_count * sizeof *got);
+    if (r == GC_SUCCESS && got && (!on_gpu || cudaMemcpy(got, recv, out_count * sizeof *got, cudaMemcpyDeviceToHost) == cudaSuccess)) {
+      if (!on_gpu) memcpy(got, recv, out_count * sizeof *got);
+      size_t wrong = 0;
+      for (size_t j = 0; j < out_count; j++) {
+        double want = coll == 0 ? (double)j                                  /* rank j / N's element j % N */
+                    : coll == 1 ? (double)((n - 1) * N) + (double)j
+                                : (double)n * (n - 1) / 2 * N + (double)n * (double)(me * N + (int)j);
+        wrong += got[j] != (float)want;
+      }
+      if (wrong) fprintf(stderr, "[rank %d] mixed kinds, collective %d: %zu of %zu wrong\n", me, coll, wrong, out_count);
+      CU_ASSERT_EQUAL(wrong, 0);
+    } else if (r == GC_SUCCESS) {
+      r = GC_ERR_SYSTEM;
+    }
+    free(got);
+    if (!on_gpu) free(recv);
+  }
+  if (r != GC_SUCCESS) fprintf(stderr, "[rank %d] mixed kinds: %s\n", me, gc_comm_last_error(c));
+  cudaFree(d_in);
+  cudaFree(d_out);
+  free(in);
+  free(out);
+  return r;
+}
+
 /* One rank without its GPU (use_gpu 0) beside ranks with theirs: every rank's init succeeds (no
  * peer-to-peer kernels then), and a collective on each rank's host buffers is right. */
 static void test_rank_without_gpu(void) {
@@ -152,6 +213,29 @@ static void test_rank_without_gpu(void) {
     CU_ASSERT_EQUAL(cudaFree(dev), cudaSuccess);
   }
   CU_ASSERT(memcmp(back, out, sizeof out) == 0);
+  GC_TEST_OK(mixed_kinds(c, cfg.use_gpu));
+  GC_TEST_OK(gc_comm_destroy(c));
+}
+
+/* A staging area of another size on the last rank: its peers would write past the smaller one's
+ * end. Every rank's gc_comm_init refuses, naming the setting, and the same sizes then work. */
+static void test_settings_differ(void) {
+  if (gc_test_size < 2) {
+    gc_test_note("ranks that differ in a setting need 2+ ranks; skipped");
+    return;
+  }
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.use_gpu = gc_test_on_gpu;
+  cfg.staging_bytes = gc_test_rank == gc_test_size - 1 ? (size_t)2 << 20 : (size_t)1 << 20;
+  gc_comm_t c = (gc_comm_t)1;
+  CU_ASSERT_EQUAL(gc_comm_init(&c, MPI_COMM_WORLD, &cfg), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "ranks differ in the staging area"));
+  CU_ASSERT(c == (gc_comm_t)1);
+  cfg.staging_bytes = (size_t)1 << 20;
+  GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
+  float one = 1.0f, sum = 0.0f;
+  GC_TEST_OK(gc_allreduce(&one, &sum, 1, GC_FLOAT32, GC_SUM, c, NULL));
+  CU_ASSERT(sum == (float)gc_test_size);
   GC_TEST_OK(gc_comm_destroy(c));
 }
 
@@ -435,6 +519,7 @@ void gc_test_suite_comm(void) {
       {"init variants", test_init_variants},
       {"init fails on every rank", test_init_fails_on_every_rank},
       {"a rank without its GPU", test_rank_without_gpu},
+      {"ranks that differ in a setting are refused", test_settings_differ},
       {"a lone call on the MPI path times out, then destroy", test_lone_mpi_call},
       {"local size override", test_local_size_override},
       {"params and version", test_params_and_version},
