@@ -16,7 +16,7 @@
 static const char *const field_names[GC_SIG_FIELDS] = {
     "collective", "count", "columns", "axis", "parts", "dtype", "op", "root", "result dtype", "options.scale",
     "options.add (rmsnorm: residual, residual_out)", "options.algo", "options.max_blocks", "buffer kind",
-    "GC_MPI_CHUNK_BYTES"};
+    "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits"};
 
 static const char *const call_names[GC_NUM_CALL_KINDS] = {
     "gc_allreduce", "gc_reducescatter", "gc_reducescatter_2d", "gc_allgather", "gc_broadcast", "gc_reducescatter_allreduce",
@@ -79,6 +79,11 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
     case GC_SIG_ADD: snprintf(out, cap, "%s", v == 0 ? "none" : v == 1 ? "given" : v == 2 ? "residual_out only" : "residual and residual_out"); break;
     case GC_SIG_HOST: snprintf(out, cap, "%s", v ? "host buffers" : "device buffers"); break;
     case GC_SIG_PARTS: snprintf(out, cap, "sizes hashed to %016" PRIx64, v); break;
+    case GC_SIG_SEND_AT:
+    case GC_SIG_RECV_AT:
+      if (v < 2) snprintf(out, cap, "%s", v ? "in place in a gc_mem_alloc buffer" : "outside gc_mem_alloc buffers");
+      else snprintf(out, cap, "gc_mem_alloc buffer #%" PRIu64 " at offset %" PRIu64, (v >> 40) - 2, v & (((uint64_t)1 << 40) - 1));
+      break;
     case GC_SIG_ROOT:
     case GC_SIG_MAX_BLOCKS:
     case GC_SIG_CALL:
@@ -106,7 +111,7 @@ gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig) {
     uint64_t who[2] = {sig->v[i] == lo ? (uint64_t)comm->rank : UINT64_MAX,
                        sig->v[i] == hi ? (uint64_t)comm->rank : UINT64_MAX};
     GC_CHECK(gc__boot_min_u64(comm, who, 2));
-    char a[64], b[64], call[64];
+    char a[96], b[96], call[64];
     describe(GC_SIG_CALL, sig->v[GC_SIG_CALL], call, sizeof call);
     describe(i, lo, a, sizeof a);
     describe(i, hi, b, sizeof b);

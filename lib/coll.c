@@ -762,19 +762,39 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
  * here (so a rank that would refuse its own call alone is caught too) and before any data moves
  * (callcheck.c; `buf` tells host buffers from device ones). Under GC_CHECK_CALLS=auto the MPI
  * path compares its own calls instead (fallback.c). */
+/* A call's send and recv buffers as its signature sees them; either may be NULL (not compared).
+ * In place, the one inside the other (recv for the all-reduce and reduce-scatter, send for the
+ * all-gather) is compared as "in place": its offset differs by rank. */
+typedef struct {
+  const void *send, *recv;
+  int send_in_place, recv_in_place;
+} places_t;
+
+/* Where p sits in gc_mem_alloc buffers, for the signature (gc__symmetric_place; 1: in place). */
+static uint64_t sig_place(gc_comm_t comm, const void *p, int in_place) {
+  uint64_t at = p ? gc__symmetric_place(comm, p) : 0;
+  return at && in_place ? 1 : at;
+}
+
 static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
-                                 int root, const gc_options_t *opts, const void *buf) {
+                                 int root, const gc_options_t *opts, const void *buf, places_t at) {
   gc__call_sig_t sig = gc__call_sig(comm, call, count, dtype, op, root, opts);
-  /* Where kernels may run, all ranks pass device buffers or all host ones; on the MPI path alone
-   * (no peer access, a rank without a GPU) each rank may pass either. */
-  sig.v[GC_SIG_HOST] = comm->p2p_ready && buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
+  /* Where kernels may run, all ranks pass device buffers or all host ones, and each buffer at the
+   * same offset of the same gc_mem_alloc buffer on every rank or outside them on every rank (the
+   * kernels read and write peers' buffers at this rank's offsets); on the MPI path alone (no peer
+   * access, a rank without a GPU) each rank may pass either. */
+  if (comm->p2p_ready) {
+    sig.v[GC_SIG_HOST] = buf && gc__ptr_kind(comm, buf) == GC_PTR_HOST;
+    sig.v[GC_SIG_SEND_AT] = sig_place(comm, at.send, at.send_in_place);
+    sig.v[GC_SIG_RECV_AT] = sig_place(comm, at.recv, at.recv_in_place);
+  }
   return sig;
 }
 
 static gc_result_t same_call(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
-                             const gc_options_t *opts, const void *buf) {
+                             const gc_options_t *opts, const void *buf, places_t at) {
   if (comm->check_calls != GC_CHECK_EVERY_CALL) return GC_SUCCESS;
-  gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, root, opts, buf);
+  gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, root, opts, buf, at);
   return gc__same_call(comm, &sig);
 }
 
@@ -783,7 +803,7 @@ static gc_result_t same_call(gc_comm_t comm, gc__call_kind_t call, size_t count,
 static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts, int recv_is_scratch) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  GC_CHECK(same_call(comm, GC_CALL_ALLREDUCE, count, dtype, op, 0, opts, send));
+  GC_CHECK(same_call(comm, GC_CALL_ALLREDUCE, count, dtype, op, 0, opts, send, (places_t){send, recv, 0, send == recv}));
   GC_CHECK(check_dtype(comm, dtype, 1));
   GC_CHECK(check_op(comm, op));
   gc_options_t o;
@@ -935,7 +955,8 @@ static gc_result_t reducescatter_begin(gc_comm_t comm, gc_dtype_t dtype, gc_op_t
 static gc_result_t reducescatter_ex_impl(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                                 gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  GC_CHECK(same_call(comm, GC_CALL_REDUCESCATTER, recvcount, dtype, op, 0, opts, send));
+  const int in_place = recv == (const char *)send + (size_t)comm->rank * recvcount * gc_dtype_size(dtype);
+  GC_CHECK(same_call(comm, GC_CALL_REDUCESCATTER, recvcount, dtype, op, 0, opts, send, (places_t){send, recv, 0, in_place}));
   split_t sp;
   GC_CHECK(reducescatter_begin(comm, dtype, op, &sp));
   gc_result_t r = GC_SUCCESS;
@@ -966,7 +987,11 @@ static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t ro
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
   if (comm->check_calls == GC_CHECK_EVERY_CALL) { /* same_call, with the columns and axis */
-    gc__call_sig_t sig = public_sig(comm, GC_CALL_REDUCESCATTER_2D, rows, dtype, op, 0, opts, send);
+    size_t off = 0, len = 0;
+    gc_partition(rows, comm->size, comm->rank, &off, &len);
+    const int in_place = axis == 0 && recv == (const char *)send + off * cols * gc_dtype_size(dtype);
+    gc__call_sig_t sig = public_sig(comm, GC_CALL_REDUCESCATTER_2D, rows, dtype, op, 0, opts, send,
+                                    (places_t){send, recv, 0, in_place});
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_AXIS] = (uint64_t)(int64_t)axis;
     GC_CHECK(gc__same_call(comm, &sig));
@@ -1001,7 +1026,8 @@ gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_
 static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
                             const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  GC_CHECK(same_call(comm, GC_CALL_ALLGATHER, count, dtype, GC_SUM, 0, opts, send));
+  const int in_place = send == (const char *)recv + (size_t)comm->rank * count * gc_dtype_size(dtype);
+  GC_CHECK(same_call(comm, GC_CALL_ALLGATHER, count, dtype, GC_SUM, 0, opts, send, (places_t){send, recv, in_place, 0}));
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
@@ -1033,7 +1059,7 @@ gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t 
 static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  GC_CHECK(same_call(comm, GC_CALL_BROADCAST, count, dtype, GC_SUM, root, opts, recv));
+  GC_CHECK(same_call(comm, GC_CALL_BROADCAST, count, dtype, GC_SUM, root, opts, recv, (places_t){NULL, recv, 0, 0}));
   GC_CHECK(check_dtype(comm, dtype, 0));
   gc_options_t o;
   GC_CHECK(resolve_options(comm, opts, dtype, 0, &o));
@@ -1074,7 +1100,7 @@ static gc_result_t mixed_begin(gc_comm_t comm, gc__call_kind_t call, const char 
                                const void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
                                gc_options_t *o) {
   GC_CHECK(gc__comm_health(comm)); /* a failed communicator stays failed */
-  GC_CHECK(same_call(comm, call, count, dtype, op, 0, opts, send));
+  GC_CHECK(same_call(comm, call, count, dtype, op, 0, opts, send, (places_t){NULL, NULL, 0, 0}));
   GC_CHECK(check_dtype(comm, dtype, 1));
   GC_CHECK(check_op(comm, op));
   GC_CHECK(resolve_options(comm, opts, dtype, 1, o));
@@ -1434,7 +1460,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
                                 const gc_rmsnorm_fp8_t *m, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm));
   if (comm->check_calls == GC_CHECK_EVERY_CALL) { /* same_call, with rmsnorm's columns, result type and residuals */
-    gc__call_sig_t sig = public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send);
+    gc__call_sig_t sig = public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send, (places_t){send, NULL, 0, 0});
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
     sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;

@@ -163,6 +163,7 @@ typedef struct gc__symmetric {
   char *base[GC_MAX_LOCAL_RANKS]; /* base[local_rank] is our own allocation */
   size_t bytes;
   bool device;
+  uint64_t serial; /* how many gc_mem_alloc buffers the communicator made before it: alike on every rank */
 } gc__symmetric_t;
 
 /* A buffer from gc_buffer_alloc, until gc_buffer_free or gc_comm_destroy frees it. */
@@ -219,6 +220,7 @@ struct gc_comm {
   gc__transport_t tp;
   gc__multimem_t mm;
   gc__symmetric_t *symmetric;
+  uint64_t symmetric_made; /* gc_mem_alloc buffers made so far (the next one's serial) */
   gc__owned_t *owned;
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
@@ -300,6 +302,9 @@ GC_HIDDEN void gc__store_double(void *buf, size_t i, gc_dtype_t dtype, double v)
 GC_HIDDEN gc_result_t gc__transport_init(gc_comm_t comm);
 GC_HIDDEN void gc__transport_destroy(gc_comm_t comm);
 GC_HIDDEN void gc__symmetric_release_all(gc_comm_t comm);
+/* Where ptr sits: 0 outside every gc_mem_alloc buffer, else its buffer's serial and offset in one
+ * number (2 + serial above bit 40, the offset below), the same on every rank for the same place. */
+GC_HIDDEN uint64_t gc__symmetric_place(gc_comm_t comm, const void *ptr);
 /* Finds ptr inside a gc_mem_alloc buffer: peers[r] = the same offset in rank r's buffer. */
 GC_HIDDEN bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
                                     void *peers[GC_MAX_LOCAL_RANKS]);
@@ -388,6 +393,8 @@ typedef enum {
   GC_SIG_MAX_BLOCKS,
   GC_SIG_HOST,       /* 1 when the call's buffers are on the host */
   GC_SIG_CHUNK,      /* the MPI path's chunk (GC_MPI_CHUNK_BYTES) */
+  GC_SIG_SEND_AT,    /* where sendbuf sits in gc_mem_alloc buffers (gc__symmetric_place; 1: in place) */
+  GC_SIG_RECV_AT,    /* the same for recvbuf */
   GC_SIG_FIELDS
 } gc__sig_field_t;
 typedef enum {

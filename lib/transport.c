@@ -176,6 +176,15 @@ bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
   return false;
 }
 
+uint64_t gc__symmetric_place(gc_comm_t comm, const void *ptr) {
+  const char *p = ptr;
+  for (gc__symmetric_t *s = comm->symmetric; s; s = s->next) {
+    const char *own = s->base[comm->local_rank];
+    if (p >= own && p < own + s->bytes) return (s->serial + 2) << 40 | (uint64_t)(p - own);
+  }
+  return 0;
+}
+
 /* This rank's part of a gc_mem_alloc buffer, in a new record. */
 static gc_result_t mem_alloc_mine(gc_comm_t comm, size_t bytes, void **out, gc__symmetric_t **made) {
   if (!out) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_mem_alloc: out is NULL");
@@ -222,6 +231,7 @@ static gc_result_t mem_alloc_impl(gc_comm_t comm, size_t bytes, void **out) {
       for (int p = 0; p < comm->local_size; p++) s->base[p] = mapped[p];
   }
   GC_CHECK(mine);
+  s->serial = comm->symmetric_made++;
   s->next = comm->symmetric;
   comm->symmetric = s;
   *out = s->base[comm->local_rank];

@@ -307,6 +307,24 @@ static void test_calls_differ(void) {
                            : gc_broadcast(buf_a, buf_b, 1, GC_FLOAT32, 0, comm, NULL));
   if (every) /* an argument this rank alone would refuse: all refuse together */
     DIFFER("dtype", gc_allgather(buf_a, buf_b, 1, odd ? (gc_dtype_t)1000 : GC_FLOAT32, comm, NULL));
+  if (every && comm->p2p_ready) {
+    /* Buffers from gc_mem_alloc on some ranks only, or in place on some only: the kernels would
+     * read peers' buffers that hold nothing (wrong results) or wait for rounds that never come. */
+    float *sym = NULL;
+    GC_TEST_OK(gc_mem_alloc(comm, 64 * sizeof(float), (void **)&sym));
+    gc_test_fill(sym, 64, GC_FLOAT32, gc_test_rank, 78);
+    DIFFER("where recvbuf sits", gc_allreduce(sym, odd ? (float *)buf_b : sym, 4, GC_FLOAT32, GC_SUM, comm, NULL));
+    DIFFER("where sendbuf sits", gc_allreduce(odd ? (float *)buf_a : sym, buf_b, 4, GC_FLOAT32, GC_SUM, comm, NULL));
+    DIFFER("where sendbuf sits", gc_allgather(odd ? (float *)buf_a : sym + gc_test_rank, sym, 1, GC_FLOAT32, comm, NULL));
+    DIFFER("where recvbuf sits", gc_broadcast(sym, odd ? sym + 8 : sym, 4, GC_FLOAT32, 0, comm, NULL));
+    /* in place on some ranks only, outside gc_mem_alloc buffers: nothing is shared, it runs */
+    GC_TEST_OK(gc_allreduce(buf_a, odd ? buf_a : buf_b, 4, GC_FLOAT32, GC_SUM, comm, NULL));
+    /* in place on every rank in a gc_mem_alloc buffer: the same place everywhere, it runs */
+    GC_TEST_OK(gc_allreduce(sym, sym, 4, GC_FLOAT32, GC_SUM, comm, NULL));
+    GC_TEST_OK(gc_allgather(sym + gc_test_rank, sym, 1, GC_FLOAT32, comm, NULL));
+    GC_TEST_OK(gc_synchronize(comm, NULL));
+    GC_TEST_OK(gc_mem_free(comm, sym));
+  }
   /* then a matching call runs and is right */
   gc_test_fill(buf_a, 4, GC_FLOAT32, gc_test_rank, 77);
   GC_TEST_OK(gc_allreduce(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, comm, NULL));

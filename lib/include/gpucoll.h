@@ -23,11 +23,13 @@ extern "C" {
  *   slice of recv, as in NCCL). Any other overlap of send and recv is GC_ERR_INVALID_ARGUMENT.
  * - Every rank of a communicator must make the same sequence of collective calls with the same
  *   count, dtype, op, root and options; the launch configuration is chosen identically on all ranks.
- *   All ranks pass the same kind of pointer (all device or all host) in one call, and zero-copy
- *   needs every rank to pass the same offset into the same gc_mem_alloc buffer. Calls that differ
- *   are compared and refused with GC_ERR_INVALID_ARGUMENT on every rank where GC_CHECK_CALLS asks
- *   (by default the MPI path's calls; 1: every call; 0: none); elsewhere a rank that breaks this
- *   is not detected before its peers' waits time out (GC_TIMEOUT_MS).
+ *   All ranks pass the same kind of pointer (all device or all host) in one call, and each of
+ *   send and recv either at the same offset into the same gc_mem_alloc buffer on every rank
+ *   (zero-copy; a call in place there is in place on every rank) or outside gc_mem_alloc
+ *   buffers on every rank. Calls that differ are compared and refused with
+ *   GC_ERR_INVALID_ARGUMENT on every rank where GC_CHECK_CALLS asks (by default the MPI path's
+ *   calls; 1: every call; 0: none); elsewhere a rank that breaks this is not detected: its peers'
+ *   waits time out (GC_TIMEOUT_MS), or results are wrong.
  * - The epilogue's add vector must hold the same values on every rank: the two-shot algorithms
  *   apply the add vector of the rank that reduces each slice.
  * - Errors found on the device (a peer that never arrived within GC_TIMEOUT_MS) make the kernel
