@@ -141,28 +141,17 @@ static void test_rs_1d(void) {
 }
 
 static void test_rs_epilogue(void) {
+  /* 1-D: dtype, result dtype, op, -, -, 1 row, recvcount, in place, scale, add (2: the add vector is recv) */
+  static const rs_case_t cases[] = {
+      {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 0, 0, 1, 1021, 0, 0.5, 1},
+      {GC_BFLOAT16, GC_FP8_E4M3, GC_AVG, 0, 0, 1, 4099, 0, 1.0, 0},
+      {GC_FLOAT16, GC_DTYPE_SAME, GC_SUM, 0, 0, 1, 333, 1, 2.0, 1},
+      {GC_INT32, GC_DTYPE_SAME, GC_SUM, 0, 0, 1, 77, 0, 1.0, 1},
+      {GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, 0, 0, 1, 1021, 0, 0.5, 2},
+      {GC_INT64, GC_DTYPE_SAME, GC_SUM, 0, 0, 1, 77, 0, 1.0, 2},
+  };
   int bad = 0;
-  rs_case_t c = rs1(GC_FLOAT32, GC_SUM, 1021, 0);
-  c.scale = 0.5;
-  c.with_add = 1;
-  bad += !run_rs(&c);
-  c = rs1(GC_BFLOAT16, GC_AVG, 4099, 0);
-  c.out_dtype = GC_FP8_E4M3;
-  bad += !run_rs(&c);
-  c = rs1(GC_FLOAT16, GC_SUM, 333, 1);
-  c.scale = 2.0;
-  c.with_add = 1;
-  bad += !run_rs(&c);
-  c = rs1(GC_INT32, GC_SUM, 77, 0);
-  c.with_add = 1;
-  bad += !run_rs(&c);
-  c = rs1(GC_FLOAT32, GC_SUM, 1021, 0);
-  c.scale = 0.5;
-  c.with_add = 2;
-  bad += !run_rs(&c);
-  c = rs1(GC_INT64, GC_SUM, 77, 0);
-  c.with_add = 2;
-  bad += !run_rs(&c);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad += !run_rs(&cases[i]);
   CU_ASSERT_EQUAL(bad, 0);
 }
 
