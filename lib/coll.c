@@ -758,10 +758,6 @@ static gc_result_t choose_path(gc_comm_t comm, gc__coll_t coll, size_t bytes, si
 
 /* ---- public entry points -------------------------------------------------------------------- */
 
-/* GC_CHECK_CALLS=1: the ranks compare a public call's arguments, as given, before they are checked
- * here (so a rank that would refuse its own call alone is caught too) and before any data moves
- * (callcheck.c; `buf` tells host buffers from device ones). Under GC_CHECK_CALLS=auto the MPI
- * path compares its own calls instead (fallback.c). */
 /* A call's send and recv buffers as its signature sees them; either may be NULL (not compared).
  * In place, the one inside the other (recv for the all-reduce and reduce-scatter, send for the
  * all-gather) is compared as "in place": its offset differs by rank. */
@@ -776,6 +772,10 @@ static uint64_t sig_place(gc_comm_t comm, const void *p, int in_place) {
   return at && in_place ? 1 : at;
 }
 
+/* GC_CHECK_CALLS=1: the ranks compare a public call's arguments, as given, before they are checked
+ * here (so a rank that would refuse its own call alone is caught too) and before any data moves
+ * (callcheck.c; `buf` tells host buffers from device ones, `at` where send and recv sit). Under
+ * GC_CHECK_CALLS=auto the MPI path compares its own calls instead (fallback.c). */
 static gc__call_sig_t public_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op,
                                  int root, const gc_options_t *opts, const void *buf, places_t at) {
   gc__call_sig_t sig = gc__call_sig(comm, call, count, dtype, op, root, opts);
