@@ -202,6 +202,22 @@ gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n) {
                          "allreduce(min) of a call's arguments", comm->timeout_ms);
 }
 
+gc_result_t gc__boot_range_u64(gc_comm_t comm, const uint64_t *values, int n, uint64_t *lo, uint64_t *hi) {
+  enum { MOST = 32 };
+  if (n > MOST) return GC_FAIL(comm, GC_ERR_INTERNAL, "gc__boot_range_u64 of %d values (at most %d)", n, MOST);
+  uint64_t both[2 * MOST]; /* the least of v and of ~v in one reduction: min(~v) = ~max(v) */
+  for (int i = 0; i < n; i++) {
+    both[i] = values[i];
+    both[n + i] = ~values[i];
+  }
+  GC_CHECK(gc__boot_min_u64(comm, both, 2 * n));
+  for (int i = 0; i < n; i++) {
+    lo[i] = both[i];
+    hi[i] = ~both[n + i];
+  }
+  return GC_SUCCESS;
+}
+
 int gc__boot_query_cuda_aware(void) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
   /* Open MPI: the compile-time macro says whether the extension was built; the call asks the

@@ -97,15 +97,10 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
 
 gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig) {
   if (comm->size == 1) return GC_SUCCESS;
-  /* The least of v and of ~v in one reduction: min(~v) = ~max(v). */
-  uint64_t both[2 * GC_SIG_FIELDS];
+  uint64_t least[GC_SIG_FIELDS], most[GC_SIG_FIELDS];
+  GC_CHECK(gc__boot_range_u64(comm, sig->v, GC_SIG_FIELDS, least, most));
   for (int i = 0; i < GC_SIG_FIELDS; i++) {
-    both[i] = sig->v[i];
-    both[GC_SIG_FIELDS + i] = ~sig->v[i];
-  }
-  GC_CHECK(gc__boot_min_u64(comm, both, 2 * GC_SIG_FIELDS));
-  for (int i = 0; i < GC_SIG_FIELDS; i++) {
-    const uint64_t lo = both[i], hi = ~both[GC_SIG_FIELDS + i];
+    const uint64_t lo = least[i], hi = most[i];
     if (lo == hi) continue;
     /* The first rank holding the least value and the first holding the most. */
     uint64_t who[2] = {sig->v[i] == lo ? (uint64_t)comm->rank : UINT64_MAX,

@@ -192,16 +192,13 @@ static gc_result_t same_settings(gc_comm_t comm) {
       {"GC_LL_THREADS", (uint64_t)comm->ll_threads},
   };
   enum { N = sizeof set / sizeof set[0] };
-  uint64_t v[2 * N]; /* each value and its complement: their minima give the least and the most */
-  for (int i = 0; i < N; i++) {
-    v[2 * i] = set[i].value;
-    v[2 * i + 1] = ~set[i].value;
-  }
-  GC_CHECK(gc__boot_min_u64(comm, v, 2 * N));
+  uint64_t v[N], lo[N], hi[N];
+  for (int i = 0; i < N; i++) v[i] = set[i].value;
+  GC_CHECK(gc__boot_range_u64(comm, v, N, lo, hi));
   for (int i = 0; i < N; i++)
-    if (v[2 * i] != ~v[2 * i + 1])
+    if (lo[i] != hi[i])
       return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "ranks differ in %s (from %" PRId64 " to %" PRId64
-                     "); every rank must use the same", set[i].name, (int64_t)v[2 * i], (int64_t)~v[2 * i + 1]);
+                     "); every rank must use the same", set[i].name, (int64_t)lo[i], (int64_t)hi[i]);
   return GC_SUCCESS;
 }
 
@@ -523,8 +520,7 @@ static device_sync_t *device_sync_start(int device) {
   return NULL;
 }
 
-gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle) {
-  if (idle) *idle = 1;
+gc_result_t gc__device_wait(gc_comm_t comm, const char *what) {
   cudaError_t e;
   device_sync_t *sync = device_sync_start(comm->device);
   if (sync) {
@@ -533,15 +529,13 @@ gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle) {
   } else {
     e = cudaDeviceSynchronize(); /* no thread to spare (out of memory or threads): unbounded */
   }
-  if (e == cudaErrorNotReady) {
-    if (idle) *idle = 0;
+  if (e == cudaErrorNotReady)
     return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
                    "%s: work on this rank's GPU did not finish within %.0f ms (twice GC_TIMEOUT_MS); work "
                    "that is not gpucoll's (another library's kernel, say) may be stuck. Nothing was freed and "
                    "the communicator stays usable: call it again once that work ends (on every rank if it is "
                    "collective)",
                    what, stream_wait_bound_ms(comm));
-  }
   if (e != cudaSuccess)
     return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
   return GC_SUCCESS;
@@ -556,10 +550,9 @@ gc_result_t gc__quiesce(gc_comm_t comm, const char *what) {
   /* First that every rank came, so that a missing one is found within GC_TIMEOUT_MS. */
   int all = 1;
   gc_result_t met = gc__boot_agree(comm, &all, comm->timeout_ms, what);
-  int here = 1;
-  gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what, &here) : GC_SUCCESS;
+  gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what) : GC_SUCCESS;
   if (met != GC_SUCCESS) return r != GC_SUCCESS ? r : met;
-  all = here;
+  all = r != GC_ERR_STREAM_TIMEOUT; /* this rank's device idle */
   gc_result_t agreed = gc__boot_agree(comm, &all, stream_wait_bound_ms(comm) + comm->timeout_ms, what);
   if (r != GC_SUCCESS) return r;
   if (agreed != GC_SUCCESS) return agreed;

@@ -276,9 +276,9 @@ GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
  * ends cannot hang the caller. */
 GC_HIDDEN gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what);
 GC_HIDDEN gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what);
-/* This rank's device idle, bounded like a stream wait (comm.c): GC_ERR_STREAM_TIMEOUT and
- * *idle = 0 when it stayed busy. gc__quiesce: every rank's, agreed (collective). */
-GC_HIDDEN gc_result_t gc__device_wait(gc_comm_t comm, const char *what, int *idle);
+/* This rank's device idle, bounded like a stream wait (comm.c): GC_ERR_STREAM_TIMEOUT when it
+ * stayed busy. gc__quiesce: every rank's, agreed (collective). */
+GC_HIDDEN gc_result_t gc__device_wait(gc_comm_t comm, const char *what);
 GC_HIDDEN gc_result_t gc__quiesce(gc_comm_t comm, const char *what);
 /* Makes comm->node_group and comm->cross_group (collective; once; nodes of one size). A failure
  * leaves the communicator failed. */
@@ -370,6 +370,8 @@ GC_HIDDEN gc_result_t gc__boot_max_double(gc_comm_t comm, double *value);
 GC_HIDDEN gc_result_t gc__boot_min_int(gc_comm_t comm, int *value);
 /* The least of each of n values over the communicator, in place. */
 GC_HIDDEN gc_result_t gc__boot_min_u64(gc_comm_t comm, uint64_t *values, int n);
+/* The least and the most of each of n values (n <= 32) over the communicator, in one reduction. */
+GC_HIDDEN gc_result_t gc__boot_range_u64(gc_comm_t comm, const uint64_t *values, int n, uint64_t *lo, uint64_t *hi);
 GC_HIDDEN int gc__boot_query_cuda_aware(void);
 
 /* What GC_CHECK_CALLS compares (0, auto, 1): nothing, the MPI path's calls, every public call. */

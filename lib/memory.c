@@ -68,7 +68,7 @@ static gc_result_t buffer_free_impl(gc_comm_t comm, void *ptr) {
                    "communicator (or was freed already)", ptr);
   gc__owned_t o = **link;
   /* cudaFree and cudaFreeHost wait for the whole device: wait here first, bounded. */
-  if (o.kind != GC_OWNED_MALLOC) GC_CHECK(gc__device_wait(comm, "gc_buffer_free", NULL));
+  if (o.kind != GC_OWNED_MALLOC) GC_CHECK(gc__device_wait(comm, "gc_buffer_free"));
   free(*link);
   *link = o.next;
   GC_CUDA_CHECK(comm, owned_memory_free(o.kind, o.ptr));

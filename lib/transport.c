@@ -162,27 +162,27 @@ void gc__transport_destroy(gc_comm_t comm) {
   comm->p2p_ready = 0;
 }
 
+/* The gc_mem_alloc buffer holding [p, p + bytes), or NULL. */
+static const gc__symmetric_t *symmetric_holding(gc_comm_t comm, const char *p, size_t bytes) {
+  for (const gc__symmetric_t *s = comm->symmetric; s; s = s->next) {
+    const char *own = s->base[comm->local_rank];
+    if (p >= own && p + bytes <= own + s->bytes) return s;
+  }
+  return NULL;
+}
+
 bool gc__symmetric_lookup(gc_comm_t comm, const void *ptr, size_t bytes,
                           void *peers[GC_MAX_LOCAL_RANKS]) {
-  const char *p = ptr;
-  for (gc__symmetric_t *s = comm->symmetric; s; s = s->next) {
-    const char *own = s->base[comm->local_rank];
-    if (p >= own && p + bytes <= own + s->bytes) {
-      size_t off = (size_t)(p - own);
-      for (int r = 0; r < comm->local_size; r++) peers[r] = s->base[r] + off;
-      return true;
-    }
-  }
-  return false;
+  const gc__symmetric_t *s = symmetric_holding(comm, ptr, bytes);
+  if (!s) return false;
+  size_t off = (size_t)((const char *)ptr - s->base[comm->local_rank]);
+  for (int r = 0; r < comm->local_size; r++) peers[r] = s->base[r] + off;
+  return true;
 }
 
 uint64_t gc__symmetric_place(gc_comm_t comm, const void *ptr) {
-  const char *p = ptr;
-  for (gc__symmetric_t *s = comm->symmetric; s; s = s->next) {
-    const char *own = s->base[comm->local_rank];
-    if (p >= own && p < own + s->bytes) return (s->serial + 2) << 40 | (uint64_t)(p - own);
-  }
-  return 0;
+  const gc__symmetric_t *s = symmetric_holding(comm, ptr, 1);
+  return s ? (s->serial + 2) << 40 | (uint64_t)((const char *)ptr - s->base[comm->local_rank]) : 0;
 }
 
 /* This rank's part of a gc_mem_alloc buffer, in a new record. */
