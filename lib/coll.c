@@ -929,9 +929,15 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const spli
   ptrs_t p = {{send, recv, o.add}, {"sendbuf", "recvbuf", "options.add"}, 3};
   gc__plan_t plan;
   int p2p;
-  size_t most = 0; /* the largest part, for LL (contiguous parts only) */
-  for (int r = 0; r < comm->size; r++) most = sp->len[r] > most ? sp->len[r] : most;
-  size_t ll = sp->axis == 1 ? 0 : ll_need(comm, GC_COLL_REDUCESCATTER, dtype, o.out_dtype, most * es);
+  /* LL takes contiguous parts, none of them empty: a rank with nothing to reduce would wait for no
+   * peer, finish at once and run calls ahead, writing generations its peers had not read yet
+   * (ll.cu's argument needs every rank to wait for every rank). */
+  size_t most = 0, least = SIZE_MAX;
+  for (int r = 0; r < comm->size; r++) {
+    most = sp->len[r] > most ? sp->len[r] : most;
+    least = sp->len[r] < least ? sp->len[r] : least;
+  }
+  size_t ll = sp->axis == 1 || least == 0 ? 0 : ll_need(comm, GC_COLL_REDUCESCATTER, dtype, o.out_dtype, most * es);
   GC_CHECK(choose_path(comm, GC_COLL_REDUCESCATTER, total * es, ll, &o, &p, stream, &plan, &p2p));
   /* one rank: its part is the whole input, axis 1 too (every column) */
   if (p2p && solo(comm, &o)) return solo_reduce(comm, send, recv, total, dtype, op, &o, (cudaStream_t)stream);

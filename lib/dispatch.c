@@ -258,7 +258,7 @@ gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t l
   if (algo == GC_ALGO_ONESHOT_LL && (ll_bytes == 0 || ll_bytes > GC_LL_GEN_BYTES)) {
     if (explicit_algo)
       return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts), all-gather and "
+                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts, none empty), all-gather and "
                      "broadcast of float32, float16 or bfloat16 data (fp8 to gather or broadcast), an output type "
                      "other than float64, and calls whose n parts fit one LL generation of %zu bytes (a "
                      "broadcast goes in chunks of one; this call %s)",

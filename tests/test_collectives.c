@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -245,6 +246,54 @@ static void test_rs_matches_allreduce(void) {
       gc_test_free(send);
     }
   CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Reduce-scatters of n - 1 rows queued back to back, rank 0 starting 200 ms late: a rank whose
+ * part is empty still must not run calls ahead of its peers' reads. The LL kernel's did (it waited
+ * for nobody): its call 3 overwrote call 0's data in rank 0's area before rank 0 read it, rank 0
+ * reduced the wrong input, and its call 3 waited for data gone already (GC_ERR_TIMEOUT). */
+static void test_rs_empty_parts_queued(void) {
+  enum { CALLS = 6, COLS = 1024 };
+  const int n = gc_test_size, me = gc_test_rank;
+  if (n < 2) {
+    gc_test_note("queued reduce-scatters with empty parts: skipped (one rank)");
+    return;
+  }
+  const size_t rows = (size_t)n - 1;
+  size_t ro, rl;
+  gc_partition(rows, n, me, &ro, &rl);
+  char *send[CALLS], *recv[CALLS];
+  int salts[CALLS];
+  for (int i = 0; i < CALLS; i++) {
+    salts[i] = ++salt_counter;
+    send[i] = gc_test_alloc(rows * COLS * sizeof(float));
+    gc_test_fill(send[i], rows * COLS, GC_FLOAT32, me, salts[i]);
+    recv[i] = gc_test_alloc(rl * COLS * sizeof(float) + GUARD);
+  }
+  GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+  CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+  if (me == 0) usleep(200000);
+  gc_result_t r = GC_SUCCESS;
+  for (int i = 0; i < CALLS && r == GC_SUCCESS; i++)
+    r = gc_reducescatter_2d(send[i], recv[i], rows, COLS, 0, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, NULL);
+  int ok = finished(r, "queued reduce-scatters with empty parts");
+  float *host = malloc(rl * COLS * sizeof(float) + GUARD);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+  for (int i = 0; i < CALLS && ok; i++) {
+    char what[80];
+    snprintf(what, sizeof what, "queued reduce-scatter %d of %d, %zu x %d rows", i + 1, CALLS, rows, COLS);
+    gc_test_red_t R;
+    gc_test_red_init(&R, GC_FLOAT32, GC_SUM, salts[i]);
+    R.base = ro * COLS;
+    ok = gc_test_fetch_checked(host, recv[i], rl * COLS * sizeof(float), 1, what) &&
+         gc_test_check_red(what, &R, host, rl * COLS, 1) == 0;
+  }
+  free(host);
+  for (int i = 0; i < CALLS; i++) {
+    gc_test_free(recv[i]);
+    gc_test_free(send[i]);
+  }
+  CU_ASSERT(gc_test_all(ok));
 }
 
 /* The 2-D reduce-scatter by columns: int64 sums past 2^53 stay exact (the MPI path once took
@@ -1055,6 +1104,11 @@ static void test_ll(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "float16"));
   CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 8, 8, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
                   GC_ERR_UNSUPPORTED);
+  /* ... and a part left empty (fewer rows than ranks): its rank would wait for nobody */
+  CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, (size_t)gc_test_size - 1, 8, 0, GC_FLOAT32, GC_SUM, gc_test_comm,
+                                      NULL, &o),
+                  GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "none empty"));
   CU_ASSERT_EQUAL(gc_broadcast_ex(send, recv, 1024, GC_INT64, 0, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   CU_ASSERT_EQUAL(gc_allgather_ex(send, recv, (size_t)3 << 20, GC_FLOAT32, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   gc_test_free(send);
@@ -1069,6 +1123,7 @@ void gc_test_suite_collectives(void) {
                                          {"reduce-scatter 2-D, both axes, uneven", test_rs_2d},
                                          {"reduce-scatter 2-D epilogue", test_rs_2d_epilogue},
                                          {"reduce-scatter bits equal all-reduce bits", test_rs_matches_allreduce},
+                                         {"reduce-scatter with empty parts, queued", test_rs_empty_parts_queued},
                                          {"reduce-scatter by columns: exact int64, the add anywhere", test_rs_columns_exact_add_anywhere},
                                          {"all-gather", test_allgather},
                                          {"broadcast", test_broadcast},
