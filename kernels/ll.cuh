@@ -75,6 +75,11 @@ struct LLCall {
       : call(*(volatile uint32_t *)&P.sig[P.rank]->ll_call), gen((size_t)(call % GC_LL_GENS) * GC_LL_GEN_BYTES) {}
 };
 
+// Call numbers run from 0 to LL_CALL_WRAP - 1 and start again at 0: 2^32 is no multiple of
+// GC_LL_GENS, so a plain 32-bit count would give calls 0xFFFFFFFF and 0 the same generation (the
+// second would write into areas its peers had not read yet).
+constexpr uint32_t LL_CALL_WRAP = (uint32_t)((1ull << 32) / GC_LL_GENS * GC_LL_GENS);
+
 // The last block of the call to finish moves the communicator to the next generation; a block
 // that timed out leaves it (the communicator has failed). A broadcast's last block first waits
 // until every rank has started this call (see the top of this file).
@@ -90,7 +95,7 @@ __device__ __forceinline__ void ll_finish(const gc_kpeers_t &P, uint32_t call, b
       if (d.expired(P)) return;
   }
   sig->ll_arrived = 0;
-  sig->ll_call = call + 1;
+  sig->ll_call = call + 1 == LL_CALL_WRAP ? 0 : call + 1;
 }
 
 }  // namespace gc

@@ -11,6 +11,7 @@
 
 #include "gc_internal.h"
 #include "gc_rng.h"
+#include "kernels.h"
 #include "gc_test.h"
 
 /* One all-reduce checked end to end: fresh input, poisoned output, float64 reference, identical
@@ -282,6 +283,38 @@ static size_t not_n_times(const unsigned short *once, const unsigned short *got,
  * (the generations rotate, each left all-ones for the next), with other collectives' LL calls
  * between them; inputs holding the sentinel bit pattern itself; refusals; the table's fallback
  * for integers; graph capture and replay. */
+/* LL calls across the wrap of their 32-bit count: each call's generation (its number mod
+ * GC_LL_GENS) differs from the one before, and the results stay right. 2^32 is no multiple of 3:
+ * counting on through 0xFFFFFFFF gave calls 0xFFFFFFFF and 0 the same generation, so the second
+ * wrote into areas peers might not have read yet. */
+static void test_ll_call_wrap(void) {
+  if (!gc_test_peer_gpus("LL call count wrap", 2)) return;
+  gc_comm_t comm = gc_test_comm;
+  uint32_t *ll_call = &((gc_ksignals_t *)comm->tp.signals[comm->local_rank])->ll_call;
+  uint32_t last = 0xFFFFFFFCu; /* the same on every rank, as the counts always are */
+  GC_TEST_OK(gc_synchronize(comm, NULL));
+  CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(ll_call, &last, sizeof last, cudaMemcpyHostToDevice), cudaSuccess);
+  CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+  void *a = gc_test_alloc(4099 * 2), *b = gc_test_alloc(4099 * 2);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT_LL;
+  for (int i = 0; i < 6; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "oneshot_ll bf16 sum, LL call 0x%08x", last);
+    check_allreduce(comm, what, a, b, 4099, GC_BFLOAT16, GC_SUM, &o, 2000 + i);
+    uint32_t now = 0;
+    CU_ASSERT_EQUAL_FATAL(cudaMemcpy(&now, ll_call, sizeof now, cudaMemcpyDeviceToHost), cudaSuccess);
+    if (now % GC_LL_GENS == last % GC_LL_GENS)
+      fprintf(stderr, "[rank %d] LL calls 0x%08x and 0x%08x share generation %u\n", gc_test_rank, last, now,
+              now % GC_LL_GENS);
+    CU_ASSERT_NOT_EQUAL(now % GC_LL_GENS, last % GC_LL_GENS);
+    last = now;
+  }
+  gc_test_free(b);
+  gc_test_free(a);
+}
+
 static void test_ll_allreduce(void) {
   if (!gc_test_peer_gpus("LL all-reduce", 2)) return;
   static const size_t counts[] = {1, 7, 9, 4099, 65537, 262147};
@@ -826,6 +859,7 @@ void gc_test_suite_p2p(void) {
       {"copy-engine all-reduce", test_copyengine_allreduce},
       {"queued calls, reduce-scatter by writes among them", test_bywrites_queued},
       {"LL all-reduce", test_ll_allreduce},
+      {"LL call count wrap", test_ll_call_wrap},
       {"one rank", test_one_rank},
       {"failed allocation then launch", test_failed_alloc_then_launch},
       {"forced timeout", test_forced_timeout},
