@@ -432,9 +432,12 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   }
   bool inputs16 = true;
   for (int p = 0; p < a->peers.nranks; p++) inputs16 &= aligned16(a->in[p]);
-  // x in shared memory: the block's share of a row's units (FLAT: up to one more than whole packs)
+  // x in shared memory: the block's share of a row's units (FLAT: one more than whole packs where
+  // rows are not whole packs; whole-pack rows need what PACKS needs, so a rank whose gamma or
+  // residual alone is off 16 bytes takes FLAT where its peers take PACKS, the same split and
+  // order, even for a row that fills GC_KNORM_SHARED_ROW)
   const bool x_shared = m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x);
-  const size_t flat_share = ((m->cols + E - 1) / E + 1 + m->parts - 1) / m->parts * 16;
+  const size_t flat_share = ((m->cols + E - 1) / E + (whole_packs ? 0 : 1) + m->parts - 1) / m->parts * 16;
   // TWOSHOT's copy-out takes the same part of every row from each owner, and FLAT's shares move
   // with each row's offset from the input's packs: it takes FLAT only for rows of whole packs,
   // which FLAT splits as PACKS does.
