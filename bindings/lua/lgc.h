@@ -61,6 +61,9 @@ gc_op_t lgc_checkop(lua_State *L, int idx);
  * of the table's keys: its own fields only, and no metamethod runs while a call parses its
  * arguments (one could free a buffer the call already holds). */
 int lgc_optfield(lua_State *L, int t, const char *key);
+/* Raises for a key of the options table at idx that is not in `known` (NULL-terminated), so that a
+ * typo is an error, not an option silently left at its default. */
+void lgc_check_keys(lua_State *L, int idx, const char *const known[]);
 
 /* lgc_buffer.c */
 lgc_buffer_t *lgc_checkbuffer(lua_State *L, int idx); /* raises if not a buffer or freed */

@@ -148,9 +148,10 @@ static int b_len(lua_State *L) {
   return 1;
 }
 
+/* Lua calls __eq for a buffer and any other userdata (a comm, a file) too: those are unequal. */
 static int b_eq(lua_State *L) {
-  lgc_buffer_t *a = luaL_checkudata(L, 1, LGC_BUFFER), *b = luaL_checkudata(L, 2, LGC_BUFFER);
-  lua_pushboolean(L, a->root == b->root && a->offset == b->offset && a->count == b->count &&
+  lgc_buffer_t *a = lgc_testbuffer(L, 1), *b = lgc_testbuffer(L, 2);
+  lua_pushboolean(L, a && b && a->root == b->root && a->offset == b->offset && a->count == b->count &&
                          a->dtype == b->dtype);
   return 1;
 }
@@ -404,10 +405,19 @@ static int b_compare(lua_State *L) {
   double rtol, atol;
   default_tol(b->dtype, &rtol, &atol);
   if (!lua_isnoneornil(L, 3)) {
+    /* Checked like every options table: a misspelt tolerance would pass with the default one. */
+    static const char *const keys[] = {"rtol", "atol", NULL};
+    double *const at[] = {&rtol, &atol};
     luaL_checktype(L, 3, LUA_TTABLE);
-    if (lgc_optfield(L, 3, "rtol") != LUA_TNIL) rtol = luaL_checknumber(L, -1);
-    if (lgc_optfield(L, 3, "atol") != LUA_TNIL) atol = luaL_checknumber(L, -1);
-    lua_pop(L, 2);
+    lgc_check_keys(L, 3, keys);
+    for (int k = 0; k < 2; k++) {
+      if (lgc_optfield(L, 3, keys[k]) != LUA_TNIL) {
+        if (lua_type(L, -1) != LUA_TNUMBER)
+          luaL_argerror(L, 3, lua_pushfstring(L, "option '%s' must be a number", keys[k]));
+        *at[k] = lua_tonumber(L, -1);
+      }
+      lua_pop(L, 1);
+    }
   }
   size_t n = b->count;
   if (r) luaL_argcheck(L, r->count >= n, 2, "the reference holds fewer elements than the buffer");

@@ -186,7 +186,7 @@ int lgc_optfield(lua_State *L, int t, const char *key) {
 
 /* Rejects option keys outside `known` so that a typo ({algos="oneshot"}) is an error, not a
  * silently ignored option. */
-static void check_keys(lua_State *L, int idx, const char *const known[]) {
+void lgc_check_keys(lua_State *L, int idx, const char *const known[]) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -243,7 +243,7 @@ static int l_comm(lua_State *L) {
   gc_config_t cfg = GC_CONFIG_INIT;
   if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_keys(L, 1, keys);
+    lgc_check_keys(L, 1, keys);
     cfg.device = opt_int(L, 1, "device", cfg.device, INT_MIN);
     cfg.use_gpu = opt_int(L, 1, "use_gpu", cfg.use_gpu, INT_MIN);
     cfg.local_size = opt_int(L, 1, "local_size", cfg.local_size, INT_MIN);
@@ -492,7 +492,11 @@ static void parse_launch_opts(lua_State *L, int oi, gc_options_t *o, void **stre
     o->max_blocks = (int)mb;
   }
   lua_pop(L, 1);
-  if (lgc_optfield(L, oi, "pdl") != LUA_TNIL) o->pdl = lua_toboolean(L, -1) ? 1 : -1; /* absent: GC_PDL */
+  /* A boolean only: Lua's truth would read 0 and -1 (gc_options_t's "GC_PDL" and "off") as on. */
+  if (lgc_optfield(L, oi, "pdl") != LUA_TNIL) { /* absent: GC_PDL */
+    if (!lua_isboolean(L, -1)) luaL_argerror(L, oi, "option 'pdl' must be a boolean");
+    o->pdl = lua_toboolean(L, -1) ? 1 : -1;
+  }
   lua_pop(L, 1);
   if (lgc_optfield(L, oi, "stream") != LUA_TNIL) *stream = stream_at(L, -1, oi);
   lua_pop(L, 1);
@@ -524,7 +528,7 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
   *add = NULL;
   if (lua_isnoneornil(L, oi)) return;
   luaL_checktype(L, oi, LUA_TTABLE);
-  check_keys(L, oi, nccl ? nccl_keys : all);
+  lgc_check_keys(L, oi, nccl ? nccl_keys : all);
   if (lgc_optfield(L, oi, "op") != LUA_TNIL) {
     if (!reducing(k)) luaL_argerror(L, oi, "option 'op' applies to reductions only");
     call->op = op_at(L, -1, oi, "op");
@@ -650,7 +654,12 @@ static void prepare(lua_State *L, lgc_comm_t *c, coll_t k, int nccl, call_t *cal
   case C_BROADCAST:
     call->count = has_count ? count : recv->count;
     need(L, 3, recv, call->count, "recv");
-    if (send && c->rank == call->root) need(L, 2, send, call->count, "send");
+    /* Refused here, not by the library: its peers, which need no send buffer, would already be
+     * waiting in the broadcast when the root's call failed. */
+    if (c->rank == call->root) {
+      if (send == NULL) luaL_argerror(L, 2, "the root needs a send buffer");
+      need(L, 2, send, call->count, "send");
+    }
     outcount = call->count;
     break;
   }
@@ -729,7 +738,7 @@ static int m_allreduce_rmsnorm_fp8(lua_State *L) {
   norm.out_dtype = out->dtype; /* the library refuses what is no fp8 type */
   if (!lua_isnoneornil(L, oi)) {
     luaL_checktype(L, oi, LUA_TTABLE);
-    check_keys(L, oi, keys);
+    lgc_check_keys(L, oi, keys);
     const struct { const char *key; float *at; } numbers[] = {
         {"epsilon", &norm.epsilon}, {"weight_offset", &norm.weight_offset}, {"scale_ub", &norm.scale_ub}};
     for (int i = 0; i < 3; i++) {
@@ -816,7 +825,7 @@ static int m_time(lua_State *L) {
   void *stream = c->stream;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
-    check_keys(L, 3, keys);
+    lgc_check_keys(L, 3, keys);
     warmup = opt_int(L, 3, "warmup", warmup, 0);
     iters = opt_int(L, 3, "iters", iters, 1);
     graph = opt_int(L, 3, "graph", graph, INT_MIN);

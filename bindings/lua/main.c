@@ -21,11 +21,22 @@ static const char usage[] =
     "The module is preloaded: local gpucoll = require \"gpucoll\" (also the global `gpucoll`).\n"
     "A script error prints a traceback tagged [rank N] and aborts every rank (MPI_Abort).\n";
 
-/* Message handler: traceback of the failing rank, every line tagged, for interleaved output. */
+/* Prints a script's error and brings every rank down, so that peers blocked in a collective do
+ * not wait forever. */
+static void die(const char *msg) {
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Message handler: traceback of the failing rank, every line tagged, for interleaved output.
+ * It aborts right here, where the error is raised: unwinding would first run the script's
+ * <close> variables, and closing a communicator is collective, so the failing rank would wait
+ * there (up to GC_TIMEOUT_MS) for peers that wait for it in their next collective. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) die(lua_tostring(L, -1));
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
@@ -36,7 +47,8 @@ static int msghandler(lua_State *L) {
   lua_pushstring(L, tag);
   luaL_gsub(L, tb, "\n", newline_tag);
   lua_concat(L, 2);
-  return 1;
+  die(lua_tostring(L, -1));
+  return 1; /* not reached */
 }
 
 /* If a script leaves through os.exit, MPI must still be finalized or mpirun reports an error. */
@@ -54,7 +66,8 @@ static void set_args(lua_State *L, char **argv, int argc, int script) {
 }
 
 /* Runs the loaded chunk with the script arguments; on error prints the traceback and aborts
- * every rank, so that peers blocked in a collective do not wait forever. */
+ * every rank (msghandler does for runtime errors; here: syntax errors, and errors such as
+ * memory errors that reach no handler). */
 static int run_chunk(lua_State *L, int status, char **argv, int argc, int first_arg) {
   if (status == LUA_OK) {
     int base = lua_gettop(L);
@@ -69,9 +82,7 @@ static int run_chunk(lua_State *L, int status, char **argv, int argc, int first_
     lua_pushfstring(L, "[rank %d] %s", lgc_world_rank(), lua_tostring(L, -1));
   }
   if (status == LUA_OK) return 0;
-  fprintf(stderr, "%s\n", lua_tostring(L, -1));
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  die(lua_tostring(L, -1));
   return 1; /* not reached */
 }
 

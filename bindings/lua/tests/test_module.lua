@@ -238,6 +238,10 @@ test("compare", function()
   raises("non%-number", c.compare, c, function() return "x" end)
   raises("fewer elements", a.compare, a, c)
   raises("gpucoll.buffer or function expected", a.compare, a, 3)
+  -- a misspelt tolerance must not pass a check with the default one
+  raises("unknown option 'rtoll'", a.compare, a, b, { rtoll = 1e9 })
+  raises("option 'rtol' must be a number", a.compare, a, b, { rtol = "x" })
+  raises("option 'atol' must be a number", a.compare, a, b, { atol = {} })
 end)
 
 test("offset views", function()
@@ -253,6 +257,10 @@ test("offset views", function()
   raises("offset out of range", a.offset, a, 11)
   raises("a view cannot be freed", v.free, v)
   assert(a:offset(2) == a:offset(2), "views of the same range are equal")
+  -- == with another kind of userdata is false, as for any two values, not an error
+  eq(a == comm, false, "buffer == comm")
+  eq(comm == a, false, "comm == buffer")
+  eq(a == io.stdout, false, "buffer == file")
 end)
 
 test("__close, free and __gc", function()
@@ -348,9 +356,15 @@ test("collective argument errors raise", function()
   raises("option 'op' applies to reductions only", comm.allgather, comm, small, a, { op = "sum" })
   raises("same dtype", comm.allgather, comm, small, i32)
   raises("root out of range", comm.broadcast, comm, a, a, size)
+  -- pdl is a boolean: 0 or -1 (gc_options_t's "default" and "off") must not turn it on
+  raises("option 'pdl' must be a boolean", comm.allreduce, comm, a, a, { pdl = 0 })
+  raises("option 'pdl' must be a boolean", comm.allreduce, comm, a, a, { pdl = -1 })
   raises("axis must be 0", comm.reducescatter_2d, comm, a, a, 4, 4, 2)
   raises("gpucoll.buffer expected", comm.allreduce, comm, a, 5)
   raises("gpucoll.comm expected", comm.allreduce, a, a, a)
+  -- The root must give a send buffer: refused there before the call (its peers, which need
+  -- none, would wait in the broadcast for ever), so only the root tries.
+  if rank == 0 then raises("the root needs a send buffer", comm.broadcast, comm, nil, a, 0) end
 end)
 
 test("expected failures return nil, message, code", function()
