@@ -312,6 +312,8 @@ type options struct {
 	scale     float64
 	add       uintptr
 	addLen    int           // elements of a host add slice; -1 for a device pointer
+	addDType  DType         // the host add slice's element type (when addSlice)
+	addSlice  bool          // WithAddSlice was given (an empty slice too: its address is 0)
 	outDType  DType         // DType(raw.GC_DTYPE_SAME) unless WithOutDType
 	keep      []interface{} // host slices that must stay alive during the call
 }
@@ -330,12 +332,14 @@ func WithPDL() Option { return func(o *options) { o.pdl = true } }
 func WithScale(s float64) Option { return func(o *options) { o.scale = s } }
 
 // WithAdd adds a device vector (input dtype, one element per output element) to the output.
-func WithAdd(ptr uintptr) Option { return func(o *options) { o.add, o.addLen = ptr, -1 } }
+func WithAdd(ptr uintptr) Option {
+	return func(o *options) { o.add, o.addLen, o.addSlice = ptr, -1, false }
+}
 
 // WithAddSlice adds a host vector (one element per output element) to the output.
 func WithAddSlice[T Number](add []T) Option {
 	return func(o *options) {
-		o.add, o.addLen = ptrOf(add), len(add)
+		o.add, o.addLen, o.addDType, o.addSlice = ptrOf(add), len(add), DTypeOf[T](), true
 		o.keep = append(o.keep, add)
 	}
 }
@@ -363,14 +367,18 @@ func buildOptions(opts []Option) (*options, raw.Gc_options_t) {
 	return o, r
 }
 
-// withOptions runs call with the raw options (nil = defaults) and frees them afterwards.
-func withOptions(opts []Option, addWant int, function string,
+// withOptions runs call with the raw options (nil = defaults) and frees them afterwards. A host
+// add slice must hold addWant elements of the input dtype dt: the library reads that many.
+func withOptions(opts []Option, addWant int, dt DType, function string,
 	call func(raw.Gc_options_t) error) error {
 	o, r := buildOptions(opts)
 	if r != nil {
 		defer raw.DeleteGc_options_t(r)
 	}
-	if o.addLen >= 0 && o.add != 0 && o.addLen != addWant {
+	if o.addSlice && o.addDType != dt {
+		return invalid(function, "the add slice holds %v, the input is %v", o.addDType, dt)
+	}
+	if o.addSlice && o.addLen != addWant {
 		return invalid(function, "the add slice has %d elements, expected %d", o.addLen, addWant)
 	}
 	err := call(r)
@@ -387,7 +395,7 @@ func (c *Comm) AllReducePtr(send, recv uintptr, count int, dt DType, op Op, stre
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, count, "AllReduce", func(r raw.Gc_options_t) error {
+	return withOptions(opts, count, dt, "AllReduce", func(r raw.Gc_options_t) error {
 		return raw.Gc_allreduce_ex(send, recv, int64(count), raw.Enum_SS_gc_dtype(dt),
 			raw.Enum_SS_gc_op(op), h, stream, r)
 	})
@@ -400,7 +408,7 @@ func (c *Comm) ReduceScatterPtr(send, recv uintptr, recvcount int, dt DType, op 
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, recvcount, "ReduceScatter", func(r raw.Gc_options_t) error {
+	return withOptions(opts, recvcount, dt, "ReduceScatter", func(r raw.Gc_options_t) error {
 		return raw.Gc_reducescatter_ex(send, recv, int64(recvcount), raw.Enum_SS_gc_dtype(dt),
 			raw.Enum_SS_gc_op(op), h, stream, r)
 	})
@@ -414,7 +422,7 @@ func (c *Comm) ReduceScatter2DPtr(send, recv uintptr, rows, cols, axis int, dt D
 		return err
 	}
 	want := c.rs2dCount(rows, cols, axis)
-	return withOptions(opts, want, "ReduceScatter2D", func(r raw.Gc_options_t) error {
+	return withOptions(opts, want, dt, "ReduceScatter2D", func(r raw.Gc_options_t) error {
 		return raw.Gc_reducescatter_2d(send, recv, int64(rows), int64(cols), axis,
 			raw.Enum_SS_gc_dtype(dt), raw.Enum_SS_gc_op(op), h, stream, r)
 	})
@@ -438,7 +446,7 @@ func (c *Comm) AllGatherPtr(send, recv uintptr, sendcount int, dt DType, stream 
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, sendcount*c.size, "AllGather", func(r raw.Gc_options_t) error {
+	return withOptions(opts, sendcount*c.size, dt, "AllGather", func(r raw.Gc_options_t) error {
 		return raw.Gc_allgather_ex(send, recv, int64(sendcount), raw.Enum_SS_gc_dtype(dt), h,
 			stream, r)
 	})
@@ -451,7 +459,7 @@ func (c *Comm) BroadcastPtr(send, recv uintptr, count int, dt DType, root int, s
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, count, "Broadcast", func(r raw.Gc_options_t) error {
+	return withOptions(opts, count, dt, "Broadcast", func(r raw.Gc_options_t) error {
 		return raw.Gc_broadcast_ex(send, recv, int64(count), raw.Enum_SS_gc_dtype(dt), root, h,
 			stream, r)
 	})
@@ -467,7 +475,7 @@ func (c *Comm) ReduceScatterAllReducePtr(send, recv uintptr, recvcount int, dt D
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, recvcount, "ReduceScatterAllReduce", func(r raw.Gc_options_t) error {
+	return withOptions(opts, recvcount, dt, "ReduceScatterAllReduce", func(r raw.Gc_options_t) error {
 		return raw.Gc_reducescatter_allreduce(send, recv, int64(recvcount), raw.Enum_SS_gc_dtype(dt),
 			raw.Enum_SS_gc_op(op), h, stream, r)
 	})
@@ -483,7 +491,7 @@ func (c *Comm) AllReduceAllGatherPtr(send, recv uintptr, sendcount int, dt DType
 	if err != nil {
 		return err
 	}
-	return withOptions(opts, sendcount, "AllReduceAllGather", func(r raw.Gc_options_t) error {
+	return withOptions(opts, sendcount, dt, "AllReduceAllGather", func(r raw.Gc_options_t) error {
 		return raw.Gc_allreduce_allgather(send, recv, int64(sendcount), raw.Enum_SS_gc_dtype(dt),
 			raw.Enum_SS_gc_op(op), h, stream, r)
 	})

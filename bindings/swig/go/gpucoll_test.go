@@ -151,6 +151,19 @@ func TestAllReduceEpilogue(t *testing.T) {
 	if err := AllReduce(comm, send, recv, Sum, WithAddSlice(add[:3])); err == nil {
 		t.Fatal("a short add slice was accepted")
 	}
+	// An empty add slice is no add: refused where elements are expected, not dropped.
+	if err := AllReduce(comm, send, recv, Sum, WithAddSlice(add[:0])); err == nil {
+		t.Fatal("an empty add slice was accepted")
+	}
+	// The add vector has the input dtype: the library would read n float32 from n bytes.
+	var e *Error
+	err := AllReduce(comm, send, recv, Sum, WithAddSlice(make([]uint8, n)))
+	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_ARGUMENT" || !strings.Contains(e.Message, "uint8") {
+		t.Fatalf("a uint8 add slice for float32 data: got %v", err)
+	}
+	if err := AllReduce(comm, send, recv, Sum, WithAddSlice(make([]float64, n))); err == nil {
+		t.Fatal("a float64 add slice for float32 data was accepted")
+	}
 }
 
 func TestReduceScatter(t *testing.T) {

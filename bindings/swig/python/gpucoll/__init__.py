@@ -129,11 +129,12 @@ def _enum(from_name, value, what, function):
 class _Buffer:
     """What the C call needs from one array, plus what must stay alive until it returns."""
 
-    __slots__ = ("obj", "ptr", "shape", "nelem", "dtype", "device", "readonly", "keep")
+    __slots__ = ("obj", "ptr", "shape", "nelem", "dtype", "device", "readonly", "keep", "stream")
 
-    def __init__(self, obj, ptr, shape, dtype, device, readonly, keep=None):
+    def __init__(self, obj, ptr, shape, dtype, device, readonly, keep=None, stream=None):
         self.obj, self.ptr, self.shape, self.dtype = obj, ptr, tuple(shape), dtype
         self.device, self.readonly, self.keep = device, readonly, keep
+        self.stream = stream  # the producer's stream to wait for (__cuda_array_interface__), or None
         self.nelem = math.prod(int(d) for d in self.shape)
 
 
@@ -215,12 +216,23 @@ def _from_dlpack(obj, function, what):
 
 def _from_interface(obj, iface, device, function, what):
     """A _Buffer from an __array_interface__ (host) or __cuda_array_interface__ (device) dict."""
-    ptr, readonly = iface["data"]
+    data = iface.get("data")
+    if not isinstance(data, tuple):  # absent, None or a buffer object: the buffer protocol's
+        _fail(InvalidArgument, function, "%s has no data pointer in its array interface" % what)
+    ptr, readonly = data
     shape = tuple(iface["shape"])
     code = _typestr_code(iface["typestr"], function, what)
     if not _c_contiguous(shape, iface.get("strides"), _s.gc_dtype_size(code)):
         _fail(InvalidArgument, function, "%s is not C-contiguous" % what)
-    return _Buffer(obj, ptr or 0, shape, code, device, bool(readonly))
+    if iface.get("mask") is not None:
+        _fail(InvalidArgument, function, "%s has a mask, which gpucoll cannot honour" % what)
+    # Version 3: the consumer must wait for `stream` (the producer's last writes) before it
+    # touches the data; 0 is disallowed as ambiguous, 1 and 2 are the default streams.
+    stream = iface.get("stream") if device else None
+    if stream is not None and (not isinstance(stream, int) or stream == 0):
+        _fail(InvalidArgument, function, "%s has __cuda_array_interface__ stream %r; the protocol "
+              "allows None, 1, 2 or a stream's address, never 0" % (what, stream))
+    return _Buffer(obj, ptr or 0, shape, code, device, bool(readonly), stream=stream)
 
 
 def _is_torch(obj):
@@ -236,6 +248,9 @@ def _buffer(obj, function, what, writable=False):
         if not obj.flags.c_contiguous:
             _fail(InvalidArgument, function, "%s is not C-contiguous (use numpy.ascontiguousarray)"
                   % what)
+        if not obj.dtype.isnative:  # its dtype's name ("float32") does not say so
+            _fail(InvalidArgument, function, "%s is big-endian (%s; use .astype(%r))"
+                  % (what, obj.dtype.str, obj.dtype.newbyteorder("=").name))
         code = _check_dtype(_dtype_code(obj.dtype.name), obj.dtype.name, function, what)
         buf = _Buffer(obj, obj.__array_interface__["data"][0], obj.shape, code, False,
                       not obj.flags.writeable)
@@ -476,6 +491,15 @@ class Comm:
             keep.append(a)
         return opts, out_code
 
+    @staticmethod
+    def _wait_producers(h, stream, *bufs):
+        """Waits for the streams that __cuda_array_interface__ producers wrote the arrays on, but
+        for the call's own `stream` (None and 0, NULL, are the legacy default stream: 1)."""
+        own = 1 if not stream else stream
+        for p in {b.stream for b in bufs if b is not None and b.stream is not None}:
+            if p != own:
+                _s.gc_synchronize(h, p)
+
     def _output(self, function, send, out, shape, code):
         """The receive buffer: a new array like send, send itself (in place) or the given one."""
         if out is None:
@@ -507,8 +531,9 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
                                    s.shape, keep)
         out, r = self._output(f, s, out, s.shape, code)
-        _s.gc_allreduce_ex(s.ptr, r.ptr, s.nelem, s.dtype, _enum(_s.gc_op_from_name, op, "op", f),
-                           h, _stream(stream, f), opts)
+        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        self._wait_producers(h, st, s, r, *keep)
+        _s.gc_allreduce_ex(s.ptr, r.ptr, s.nelem, s.dtype, op, h, st, opts)
         return out
 
     def _scatter(self, f, c_function, parts, ranks, send, out, op, algo, max_blocks, pdl, scale,
@@ -526,8 +551,9 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
                                    keep)
         out, r = self._output(f, s, out, shape, code)
-        c_function(s.ptr, r.ptr, n, s.dtype, _enum(_s.gc_op_from_name, op, "op", f), h,
-                   _stream(stream, f), opts)
+        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        self._wait_producers(h, st, s, r, *keep)
+        c_function(s.ptr, r.ptr, n, s.dtype, op, h, st, opts)
         return out
 
     def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
@@ -566,8 +592,9 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
                                    keep)
         out, r = self._output(f, s, out, shape, code)
-        _s.gc_reducescatter_2d(s.ptr, r.ptr, rows, cols, axis, s.dtype,
-                               _enum(_s.gc_op_from_name, op, "op", f), h, _stream(stream, f), opts)
+        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        self._wait_producers(h, st, s, r, *keep)
+        _s.gc_reducescatter_2d(s.ptr, r.ptr, rows, cols, axis, s.dtype, op, h, st, opts)
         return out
 
     def allgather(self, send, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):
@@ -579,7 +606,9 @@ class Comm:
         keep = []
         opts, code = self._options(f, algo, max_blocks, pdl, 1.0, None, None, s.dtype, shape, keep)
         out, r = self._output(f, s, out, shape, code)
-        _s.gc_allgather_ex(s.ptr, r.ptr, s.nelem, s.dtype, h, _stream(stream, f), opts)
+        st = _stream(stream, f)
+        self._wait_producers(h, st, s, r)
+        _s.gc_allgather_ex(s.ptr, r.ptr, s.nelem, s.dtype, h, st, opts)
         return out
 
     def allreduce_allgather(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
@@ -597,9 +626,9 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
                                    s.shape, keep)
         out, r = self._output(f, s, out, shape, code)
-        _s.gc_allreduce_allgather(s.ptr, r.ptr, s.nelem, s.dtype,
-                                  _enum(_s.gc_op_from_name, op, "op", f), h, _stream(stream, f),
-                                  opts)
+        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        self._wait_producers(h, st, s, r, *keep)
+        _s.gc_allreduce_allgather(s.ptr, r.ptr, s.nelem, s.dtype, op, h, st, opts)
         return out
 
     def broadcast(self, buf, root=0, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):
@@ -612,14 +641,18 @@ class Comm:
         keep = []
         opts, code = self._options(f, algo, max_blocks, pdl, 1.0, None, None, s.dtype, s.shape, keep)
         out, r = self._output(f, s, out, s.shape, code)
-        _s.gc_broadcast_ex(s.ptr, r.ptr, s.nelem, s.dtype, int(root), h, _stream(stream, f), opts)
+        st = _stream(stream, f)
+        self._wait_producers(h, st, s, r)
+        _s.gc_broadcast_ex(s.ptr, r.ptr, s.nelem, s.dtype, int(root), h, st, opts)
         return out
 
     # -- memory helpers
     def fill_random(self, array, seed=0):
         """Fills an array (host or device) from the library's generator keyed by (seed, index)."""
         b = _buffer(array, "fill_random", "array", writable=True)
-        _s.gc_fill_random(self._handle("fill_random"), b.ptr, b.nelem, b.dtype, int(seed))
+        h = self._handle("fill_random")
+        self._wait_producers(h, -1, b)  # on the communicator's own stream: wait for every one
+        _s.gc_fill_random(h, b.ptr, b.nelem, b.dtype, int(seed))
         return array
 
     def buffer_alloc(self, nbytes, on_device=True):

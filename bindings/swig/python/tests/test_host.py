@@ -417,3 +417,68 @@ def test_autotune_save_load(comm, tmp_path_factory):
     with pytest.raises(gpucoll.InvalidArgument):
         comm.autotune(10)
     comm.tune_reset()
+
+
+def test_big_endian_numpy_arrays_are_refused(comm):
+    # numpy names '>f4' "float32" too; read as native it would reduce garbage.
+    for dtype in (">f4", ">i8", ">f2"):
+        with pytest.raises(gpucoll.InvalidArgument, match="big-endian"):
+            comm.allreduce(np.arange(4, dtype=dtype))
+    with pytest.raises(gpucoll.InvalidArgument, match="big-endian"):
+        comm.allreduce(np.arange(4, dtype=np.float32), out=np.zeros(4, ">f4"))
+    # one-byte and native-order arrays are fine
+    got = comm.allreduce(np.arange(4, dtype="|u1"))
+    np.testing.assert_array_equal(got, np.arange(4) * comm.size)
+
+
+class _CudaArray:
+    """__cuda_array_interface__ over host memory: on a host-only rank the library takes every
+    pointer through the MPI path, so host memory stands in for the device's."""
+
+    def __init__(self, a, **fields):
+        self.a = a
+        d = dict(a.__array_interface__, version=3)
+        d.update(fields)
+        self.__cuda_array_interface__ = d
+
+
+def test_cuda_array_interface_stream_and_mask(comm, monkeypatch):
+    s = gpucoll.gpucoll_swig
+    waited = []
+    real = s.gc_synchronize
+
+    def sync(handle, stream):
+        waited.append(stream)
+        return real(handle, None)  # the streams here are made up: wait for nothing real
+
+    monkeypatch.setattr(s, "gc_synchronize", sync)
+    send, out = np.ones(4, np.float32), np.zeros(4, np.float32)
+    # 0 is disallowed (ambiguous) by the protocol
+    with pytest.raises(gpucoll.InvalidArgument, match="stream 0"):
+        comm.allreduce(_CudaArray(send, stream=0), out=_CudaArray(out))
+    # a masked array: the mask cannot be honoured
+    with pytest.raises(gpucoll.InvalidArgument, match="mask"):
+        comm.allreduce(_CudaArray(send, mask=np.ones(4, bool)), out=_CudaArray(out))
+    assert waited == []
+    # the producer's streams are waited for before the call, unless the call runs on them
+    comm.allreduce(_CudaArray(send, stream=0x1234), out=_CudaArray(out, stream=0x5678, mask=None))
+    np.testing.assert_array_equal(out, np.full(4, comm.size, np.float32))
+    assert sorted(waited) == [0x1234, 0x5678]
+    waited.clear()
+    comm.allreduce(_CudaArray(send, stream=0x1234), out=_CudaArray(out, stream=None), stream=0x1234)
+    comm.allreduce(_CudaArray(send, stream=1), out=_CudaArray(out))  # legacy: the call's own
+    comm.allreduce(_CudaArray(send, stream=1), out=_CudaArray(out), stream=0)  # NULL: legacy too
+    assert waited == []
+    comm.fill_random(_CudaArray(out, stream=1))  # on the communicator's stream: waits for any
+    assert waited == [1]
+
+
+def test_array_interface_without_a_data_pointer_is_refused(comm):
+    class ArrayInterface:
+        def __init__(self, d):
+            self.__array_interface__ = d
+
+    for d in ({"shape": (4,), "typestr": "<f4", "version": 3},
+              {"shape": (4,), "typestr": "<f4", "version": 3, "data": None}):
+        with pytest.raises(gpucoll.InvalidArgument, match="data pointer"):
+            comm.allreduce(ArrayInterface(d))
