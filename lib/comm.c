@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "gc_internal.h"
@@ -63,15 +64,33 @@ gc_result_t gc__comm_check(gc_comm_t comm) {
   return GC_SUCCESS;
 }
 
+/* Whether a kill switch's value turns multicast off. Owners read these as integers (NCCL) or
+ * also as words (torch, NVSHMEM); a value read neither way counts as off, and so does an empty
+ * one: a wrong guess here can take the host's GPUs out of service. */
+bool gc__switch_says_off(const char *value, bool off_is_zero) {
+  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  while (*value == ' ' || *value == '\t') value++;
+  size_t len = strlen(value);
+  while (len && (value[len - 1] == ' ' || value[len - 1] == '\t' || value[len - 1] == '\n')) len--;
+  char *end = NULL;
+  long n = len ? strtol(value, &end, 0) : 0;
+  if (len && end == value + len) return off_is_zero ? n == 0 : n != 0;
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (strlen(yes[i]) == len && strncasecmp(value, yes[i], len) == 0) return !off_is_zero;
+    if (strlen(no[i]) == len && strncasecmp(value, no[i], len) == 0) return off_is_zero;
+  }
+  return true;
+}
+
 bool gc__multicast_kill_switch(const char **which) {
-  static const struct { const char *name, *off; } switches[] = {
-      {"NCCL_NVLS_ENABLE", "0"},
-      {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
-      {"NVSHMEM_DISABLE_NVLS", "1"},
+  static const struct { const char *name; bool off_is_zero; } switches[] = {
+      {"NCCL_NVLS_ENABLE", true},
+      {"TORCH_SYMM_MEM_DISABLE_MULTICAST", false},
+      {"NVSHMEM_DISABLE_NVLS", false},
   };
   for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
     const char *v = getenv(switches[i].name);
-    if (v && strcmp(v, switches[i].off) == 0) {
+    if (v && gc__switch_says_off(v, switches[i].off_is_zero)) {
       if (which) *which = switches[i].name;
       return true;
     }

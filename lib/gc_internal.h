@@ -501,5 +501,7 @@ GC_HIDDEN void gc__owned_release_all(gc_comm_t comm);
 
 /* Is a multicast kill switch set? Writes the variable's name (kept for the message). */
 GC_HIDDEN bool gc__multicast_kill_switch(const char **which);
+/* Whether one switch's value means "multicast off" (off_is_zero: NCCL_NVLS_ENABLE's sense). */
+GC_HIDDEN bool gc__switch_says_off(const char *value, bool off_is_zero);
 
 #endif /* GC_INTERNAL_H */
