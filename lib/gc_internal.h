@@ -53,6 +53,10 @@ GC_HIDDEN gc_result_t gc__param_word(gc__param_t id, const char *const words[], 
 /* A knob that takes an integer from lo to hi: it in *value, or GC_ERR_INVALID_ARGUMENT naming the
  * variable and the range. */
 GC_HIDDEN gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value);
+/* The text of an integer knob: decimal or 0x hex, optional sign, k/m/g suffix (x 2^10, 2^20,
+ * 2^30; a B or iB may follow), blanks around, nothing else. 1 with the value in *out, 0 (nothing
+ * written) when it is not one or does not fit in 64 bits. */
+GC_HIDDEN int gc__parse_int(const char *text, int64_t *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Logging (log.c): GC_DEBUG level and GC_DEBUG_SUBSYS mask, tested before any formatting.

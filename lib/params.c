@@ -1,4 +1,6 @@
 /* params.c — the one table of environment knobs: read once, logged when overridden, printable. */
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +48,41 @@ gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int
   return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s: use %s", rows[id].env, v, list);
 }
 
+/* The whole text must be the number: strtoll alone stopped at what it did not take, so
+ * GC_TIMEOUT_MS=1e5 was 1 ms; and its base 0 read "010" as 8 and "08" as 0, so decimal it is
+ * unless 0x says hex. Blanks the shell may leave around it are skipped. */
+int gc__parse_int(const char *s, int64_t *out) {
+  while (*s == ' ' || *s == '\t') s++;
+  const char *digits = s + (*s == '-' || *s == '+');
+  const int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+  if (!(hex ? isxdigit((unsigned char)digits[2]) : isdigit((unsigned char)digits[0]))) return 0;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, hex ? 16 : 10);
+  if (errno == ERANGE) return 0;
+  /* k, m, g for byte counts (a B or iB after it is allowed, as is a lone B) */
+  int shift = 0;
+  if (*end == 'k' || *end == 'K') shift = 10;
+  else if (*end == 'm' || *end == 'M') shift = 20;
+  else if (*end == 'g' || *end == 'G') shift = 30;
+  if (shift) {
+    end++;
+    if (*end == 'i' && end[1] == 'B') end++;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  while (*end == ' ' || *end == '\t') end++;
+  if (*end) return 0;
+  const int64_t unit = (int64_t)1 << shift;
+  if (v > INT64_MAX / unit || v < INT64_MIN / unit) return 0; /* "17179869184g" wrapped to 0 */
+  *out = v * unit;
+  return 1;
+}
+
 gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value) {
-  int64_t v = gc__param_int(id);
+  int64_t v = 0;
+  if (!gc__parse_int(gc__param_str(id), &v))
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s is not an integer: use %d to %d", rows[id].env,
+                   gc__param_str(id), lo, hi);
   if (v < lo || v > hi)
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%lld: use %d to %d", rows[id].env, (long long)v, lo, hi);
   *value = (int)v;
@@ -56,18 +91,11 @@ gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value) {
 
 int64_t gc__param_int(gc__param_t id) {
   const char *s = gc__param_str(id);
-  char *end = NULL;
-  long long v = strtoll(s, &end, 0);
-  if (end == s) {
-    /* Not a number where one is expected: the default is, so fall back to it loudly. */
-    GC_WARN(GC_SUB_INIT, "%s=%s is not a number; using %s", rows[id].env, s, rows[id].def);
-    return strtoll(rows[id].def, NULL, 0);
-  }
-  /* Accept k/m/g suffixes for byte counts. */
-  if (*end == 'k' || *end == 'K') v <<= 10;
-  else if (*end == 'm' || *end == 'M') v <<= 20;
-  else if (*end == 'g' || *end == 'G') v <<= 30;
-  return v;
+  int64_t v = 0;
+  if (gc__parse_int(s, &v)) return v;
+  /* Not an integer where one is expected: the default is, so fall back to it loudly. */
+  GC_WARN(GC_SUB_INIT, "%s=%s is not an integer; using %s", rows[id].env, s, rows[id].def);
+  return gc__parse_int(rows[id].def, &v) ? v : 0;
 }
 
 #define GC__ROW_FORMAT "%-20s %-12s %-12s %s\n"
