@@ -1,6 +1,7 @@
 /* tune.c — the autotuner: times each algorithm of each collective at a ladder of sizes and keeps
  * the fastest as the communicator's dispatch rows; saves and loads those rows as text. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,40 +181,67 @@ gc_result_t gc_tune_save(gc_comm_t comm, const char *path) {
   snprintf(msg, sizeof msg, "%s", comm->rank == 0 ? comm->last_error : "");
   GC_CHECK(gc__boot_bcast(comm, &code, sizeof code, 0));
   GC_CHECK(gc__boot_bcast(comm, msg, sizeof msg, 0));
-  if (code != GC_SUCCESS) return GC_FAIL(comm, (gc_result_t)code, "on rank 0: %s", msg);
-  return GC_SUCCESS;
+  if (code == GC_SUCCESS) return GC_SUCCESS;
+  /* Rank 0 has its message and logged it; the others get it without its "GC_ERR_...: ". */
+  if (comm->rank == 0) return (gc_result_t)code;
+  return GC_FAIL(comm, (gc_result_t)code, "on rank 0: %s", gc__message_body(msg));
 }
 
+/* A count of the file: decimal digits only, no sign (strtoull would take "-1024" as 2^64 - 1024),
+ * at most max; 0 when it is not one. */
+static int parse_count(const char *s, unsigned long long max, unsigned long long *out) {
+  if (*s < '0' || *s > '9') return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno == ERANGE || v > max) return 0;
+  *out = v;
+  return 1;
+}
+
+/* Every line is whole words: one 'gpus N' line, then rows of exactly three words ('#' starts a
+ * comment line). Anything else is refused, naming the line as an editor counts it: a file that
+ * is not exactly what gc_tune_save writes (or a hand edit of it) must not become rows. */
 static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned_t **out, int *count) {
   int lines = 1;
   for (const char *p = text; *p; p++) lines += *p == '\n';
   gc__tuned_t *rows = calloc((size_t)lines, sizeof *rows);
   if (!rows) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
   int n = 0, gpus = -1, line = 0;
-  for (char *save = NULL, *s = strtok_r(text, "\n", &save); s; s = strtok_r(NULL, "\n", &save)) {
+  const char *bad = NULL;
+  for (char *s = text, *next; !bad && s; s = next) {
     line++;
-    char a[32], b[32], c[32];
-    if (s[0] == '#' || sscanf(s, "%31s", a) != 1) continue;
-    if (strcmp(a, "gpus") == 0 && sscanf(s, "%31s %d", a, &gpus) == 2) continue;
-    int coll = -1;
-    gc_algo_t algo;
-    if (sscanf(s, "%31s %31s %31s", a, b, c) == 3)
-      for (int k = 0; k < GC_NUM_COLLS; k++)
-        if (strcmp(a, gc__coll_name((gc__coll_t)k)) == 0) coll = k;
-    char *end = NULL;
-    unsigned long long upto = strcmp(b, "any") == 0 ? (unsigned long long)SIZE_MAX : strtoull(b, &end, 10);
-    if (coll < 0 || (end && *end) || gc_algo_from_name(c, &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO ||
-        algo == GC_ALGO_MULTIMEM) {
-      free(rows);
-      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s line %d is not '<collective> <bytes|any> <algorithm>'",
-                     path, line);
+    next = strchr(s, '\n');
+    if (next) *next++ = '\0';
+    char *w[4] = {NULL}, *save = NULL;
+    int nw = 0;
+    for (char *t = strtok_r(s, " \t\r\v\f", &save); t && nw < 4; t = strtok_r(NULL, " \t\r\v\f", &save)) w[nw++] = t;
+    if (nw == 0 || w[0][0] == '#') continue;
+    unsigned long long v = 0;
+    if (strcmp(w[0], "gpus") == 0) {
+      if (nw != 2 || gpus >= 0 || !parse_count(w[1], INT_MAX, &v)) bad = "is not the one 'gpus <count>' line";
+      else gpus = (int)v;
+      continue;
     }
-    rows[n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)upto, algo};
+    int coll = -1;
+    gc_algo_t algo = GC_ALGO_AUTO;
+    for (int k = 0; nw == 3 && k < GC_NUM_COLLS; k++)
+      if (strcmp(w[0], gc__coll_name((gc__coll_t)k)) == 0) coll = k;
+    if (coll >= 0 && strcmp(w[1], "any") == 0) v = SIZE_MAX;
+    else if (coll >= 0 && !parse_count(w[1], SIZE_MAX, &v)) coll = -1;
+    if (coll < 0 || gc_algo_from_name(w[2], &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
+      bad = "is not '<collective> <bytes|any> <algorithm>'";
+    else rows[n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)v, algo};
   }
-  if (gpus != comm->local_size) {
+  gc_result_t r = GC_SUCCESS;
+  if (bad) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s line %d %s", path, line, bad);
+  else if (gpus < 0) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s has no 'gpus <count>' line", path);
+  else if (gpus != comm->local_size)
+    r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s was tuned for %d GPUs, this communicator has %d", path,
+                gpus, comm->local_size);
+  if (r != GC_SUCCESS) {
     free(rows);
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s was tuned for %d GPUs, this communicator has %d", path,
-                   gpus, comm->local_size);
+    return r;
   }
   *out = rows;
   *count = n;
@@ -223,21 +251,29 @@ static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned
 gc_result_t gc_tune_load(gc_comm_t comm, const char *path) {
   GC_CHECK(gc__comm_check(comm));
   if (!path) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: path is NULL");
-  /* Rank 0 reads, everyone parses the same bytes: the same rows or the same error everywhere. */
+  /* Rank 0 reads, everyone parses the same bytes: the same rows or the same error everywhere.
+   * One byte more than the limit is read so that a longer file is refused, not cut: a row cut
+   * at the limit reads as another row ("oneshot_ll" as "oneshot"). */
   enum { MAX_FILE = 1 << 16 };
-  char *text = calloc(MAX_FILE + 1, 1);
+  char *text = calloc(MAX_FILE + 2, 1);
   if (!text) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
   int len = -1;
   if (comm->rank == 0) {
     FILE *f = fopen(path, "r");
     if (f) {
-      len = (int)fread(text, 1, MAX_FILE, f);
+      len = (int)fread(text, 1, MAX_FILE + 1, f);
+      if (ferror(f)) len = -1; /* a directory opens, then fails to read */
       fclose(f);
     }
   }
   gc_result_t r = gc__boot_bcast(comm, &len, sizeof len, 0);
   if (r == GC_SUCCESS && len < 0) r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_load: rank 0 cannot read %s", path);
+  if (r == GC_SUCCESS && len > MAX_FILE)
+    r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s is larger than %d bytes, more than gc_tune_save writes",
+                path, MAX_FILE);
   if (r == GC_SUCCESS) r = gc__boot_bcast(comm, text, (size_t)len, 0);
+  if (r == GC_SUCCESS && strlen(text) != (size_t)len) /* the parser would stop at the NUL */
+    r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s holds a NUL byte; it is not a tune file", path);
   gc__tuned_t *rows = NULL;
   int count = 0;
   if (r == GC_SUCCESS) r = parse(comm, path, text, &rows, &count);
