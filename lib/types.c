@@ -186,6 +186,30 @@ static uint16_t float_to_bf16(float f) {
 
 static float bf16_to_float(uint16_t b) { return bits_to_float((uint32_t)b << 16); }
 
+/* A finite double rounded (to nearest, ties to even) to mbits bits after the point, with the
+ * spacing of exponent emin below 2^emin (subnormals); no range limit. The result is exact as a
+ * float for the 16-bit types, so rounding it to one of them changes nothing more: a double
+ * rounds once, as in the kernels (cvt.rn.f16.f64, cvt.rn.bf16.f64), not twice through float,
+ * which took 1 + 2^-11 + 2^-40 to 1 instead of 1 + 2^-10 in float16. */
+static double round_to_bits(double v, int mbits, int emin) {
+  if (v == 0 || !isfinite(v)) return v;
+  int ex;
+  frexp(v, &ex);
+  const int e = ex - 1 < emin ? emin : ex - 1;
+  const double q = ldexp(1.0, e - mbits);
+  return rint(v / q) * q; /* exact division by a power of two; rint ties to even */
+}
+
+static uint16_t double_to_half(double v) {
+  if (isnan(v)) return 0x7fffu;
+  return float_to_half((float)round_to_bits(v, 10, -14)); /* past 65520: float inf or float_to_half's */
+}
+
+static uint16_t double_to_bf16(double v) {
+  if (isnan(v)) return 0x7fffu;
+  return float_to_bf16((float)round_to_bits(v, 7, -126)); /* past the largest bf16: inf, as IEEE */
+}
+
 /* ---- fp8 (OCP E4M3FN and E5M2) --------------------------------------------------------- */
 /* Conversions saturate like CUDA's __NV_SATFINITE: finite values and infinities past the largest
  * finite value become +-max (448 / 57344), NaN becomes 0x7F. */
@@ -194,10 +218,12 @@ typedef struct { int mbits, bias; double max; uint8_t max_code; } fp8_fmt_t;
 static const fp8_fmt_t fmt_e4m3 = {3, 7, 448.0, 0x7e};
 static const fp8_fmt_t fmt_e5m2 = {2, 15, 57344.0, 0x7b};
 
-static uint8_t float_to_fp8(float f, const fp8_fmt_t *fmt) {
+/* From a double, rounding once as the kernels' __nv_cvt_double_to_fp8 does (float inputs are
+ * doubles exactly). */
+static uint8_t double_to_fp8(double f, const fp8_fmt_t *fmt) {
   if (isnan(f)) return 0x7f;
   uint8_t sign = signbit(f) ? 0x80 : 0;
-  double a = fabs((double)f);
+  double a = fabs(f);
   if (isinf(a)) return (uint8_t)(sign | fmt->max_code);
   if (a == 0.0) return sign;
   const int emin = 1 - fmt->bias;
@@ -257,20 +283,21 @@ double gc__load_double(const void *buf, size_t i, gc_dtype_t dtype) {
   }
 }
 
-/* The half and fp8 types round from double via float (two roundings), exactly as the kernels do
- * from their float accumulators; the values the library stores are floats already. */
+/* The half and fp8 types round once from the double: float accumulators' values are doubles
+ * exactly (the same bits as rounding the float), and float64 results round as the kernels'
+ * double conversions do. */
 void gc__store_double(void *buf, size_t i, gc_dtype_t dtype, double v) {
   unsigned char *p = buf;
   switch (dtype) {
     case GC_FLOAT32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); break; }
-    case GC_FLOAT16: { uint16_t h = float_to_half((float)v); memcpy(p + 2 * i, &h, 2); break; }
-    case GC_BFLOAT16: { uint16_t h = float_to_bf16((float)v); memcpy(p + 2 * i, &h, 2); break; }
+    case GC_FLOAT16: { uint16_t h = double_to_half(v); memcpy(p + 2 * i, &h, 2); break; }
+    case GC_BFLOAT16: { uint16_t h = double_to_bf16(v); memcpy(p + 2 * i, &h, 2); break; }
     case GC_FLOAT64: memcpy(p + 8 * i, &v, 8); break;
     case GC_INT32: { uint32_t u = (uint32_t)double_to_u64_wrap(v); memcpy(p + 4 * i, &u, 4); break; }
     case GC_INT64: { uint64_t u = double_to_u64_wrap(v); memcpy(p + 8 * i, &u, 8); break; }
     case GC_UINT8: p[i] = (unsigned char)double_to_u64_wrap(v); break;
-    case GC_FP8_E4M3: p[i] = float_to_fp8((float)v, &fmt_e4m3); break;
-    case GC_FP8_E5M2: p[i] = float_to_fp8((float)v, &fmt_e5m2); break;
+    case GC_FP8_E4M3: p[i] = double_to_fp8(v, &fmt_e4m3); break;
+    case GC_FP8_E5M2: p[i] = double_to_fp8(v, &fmt_e5m2); break;
     default: break;
   }
 }

@@ -185,9 +185,9 @@ static void test_bfloat16(void) {
   CU_ASSERT_EQUAL(store_bits(GC_BFLOAT16, -INFINITY), 0xff80);
   CU_ASSERT_EQUAL(store_bits(GC_BFLOAT16, NAN), 0x7fff);
   CU_ASSERT_EQUAL(store_bits(GC_BFLOAT16, ldexp(1, -133)), 0x0001); /* subnormal */
-  /* from double via float: 1 + 2^-8 + 2^-30 rounds to float 1 + 2^-8 first, then ties to even
-   * (the kernels convert their float accumulators the same way) */
-  CU_ASSERT_EQUAL(store_bits(GC_BFLOAT16, 1.0 + ldexp(1, -8) + ldexp(1, -30)), 0x3f80);
+  /* from double in one rounding: 1 + 2^-8 + 2^-30 is above the tie (the kernels' float64
+   * results convert with __double2bfloat16 alike; float accumulators are doubles exactly) */
+  CU_ASSERT_EQUAL(store_bits(GC_BFLOAT16, 1.0 + ldexp(1, -8) + ldexp(1, -30)), 0x3f81);
   unsigned bad = round_trip_bad(GC_BFLOAT16);
   CU_ASSERT_EQUAL(bad, 0);
 }
@@ -387,6 +387,66 @@ static void test_public_elements(void) {
   CU_ASSERT_EQUAL(buf[0], 0x5a);
 }
 
+/* A double between two neighbours of a 16-bit or fp8 type rounds to the nearer one: once, from
+ * the double (as the kernels' double conversions and numpy do). Through float first, a double
+ * just off a midpoint became the midpoint itself and then went to the even neighbour:
+ * 1 + 2^-11 + 2^-40 stored 1.0 in float16 instead of 1 + 2^-10, and a float64 all-reduce cast to
+ * float16 on the MPI path differed from the kernels' result there. */
+static void test_round_once_from_double(void) {
+  static const gc_dtype_t types[] = {GC_FLOAT16, GC_BFLOAT16, GC_FP8_E4M3, GC_FP8_E5M2};
+  unsigned char b[2];
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    const gc_dtype_t dt = types[t];
+    const int wide = gc_dtype_size(dt) == 2;
+    /* the largest finite positive code; the 16-bit types round past it to inf, fp8 saturates */
+    const unsigned top = dt == GC_FLOAT16 ? 0x7bffu : dt == GC_BFLOAT16 ? 0x7f7fu : dt == GC_FP8_E4M3 ? 0x7eu : 0x7bu;
+    int wrong = 0;
+    const unsigned step = wide ? 37 : 1; /* every step-th pair of neighbours, and the last one below top */
+    for (unsigned c = 0; c < top; c = c + step < top || c == top - 1 ? c + step : top - 1) {
+      const double a = load_bits(dt, c), z = load_bits(dt, c + 1), mid = (a + z) / 2;
+      for (int side = -1; side <= 1; side += 2)
+        for (int neg = 0; neg < 2; neg++) {
+          const double v = (neg ? -1 : 1) * mid * (1 + side * 0x1p-40);
+          gc_element_set(b, 0, dt, v);
+          unsigned got = wide ? (unsigned)(b[0] | b[1] << 8) : b[0];
+          unsigned want = (side > 0 ? c + 1 : c) | (neg ? (wide ? 0x8000u : 0x80u) : 0);
+          if (got != want && wrong++ < 4)
+            fprintf(stderr, "%s: %.17g stored 0x%x, want 0x%x\n", gc_dtype_name(dt), v, got, want);
+        }
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    /* just past the largest finite value's midpoint: inf for the 16-bit types, the largest for fp8 */
+    const double m = (load_bits(dt, top) + (dt == GC_FLOAT16 ? 65536.0 : dt == GC_BFLOAT16 ? 0x1p128
+                                             : dt == GC_FP8_E4M3 ? 480.0 : 65536.0)) / 2;
+    gc_element_set(b, 0, dt, m * (1 - 0x1p-40));
+    CU_ASSERT_EQUAL(wide ? (unsigned)(b[0] | b[1] << 8) : b[0], top);
+    gc_element_set(b, 0, dt, m * (1 + 0x1p-40));
+    CU_ASSERT_EQUAL(wide ? (unsigned)(b[0] | b[1] << 8) : b[0], wide ? (dt == GC_FLOAT16 ? 0x7c00u : 0x7f80u) : top);
+  }
+  /* the example above, and doubles that are floats keep their float rounding */
+  gc_element_set(b, 0, GC_FLOAT16, 1 + 0x1p-11 + 0x1p-40);
+  CU_ASSERT_EQUAL(gc_element_get(b, 0, GC_FLOAT16), 1 + 0x1p-10);
+  gc_element_set(b, 0, GC_FLOAT16, 1 + 0x1p-11);
+  CU_ASSERT_EQUAL(gc_element_get(b, 0, GC_FLOAT16), 1.0);
+  gc_element_set(b, 0, GC_BFLOAT16, 1 + 0x1p-8 + 0x1p-40);
+  CU_ASSERT_EQUAL(gc_element_get(b, 0, GC_BFLOAT16), 1 + 0x1p-7);
+  gc_element_set(b, 0, GC_FP8_E4M3, 1 + 0x1p-4 + 0x1p-40);
+  CU_ASSERT_EQUAL(gc_element_get(b, 0, GC_FP8_E4M3), 1.125);
+  gc_element_set(b, 0, GC_FP8_E5M2, -(1 + 0x1p-3 + 0x1p-40));
+  CU_ASSERT_EQUAL(gc_element_get(b, 0, GC_FP8_E5M2), -1.25);
+  /* below the smallest subnormal's half: zero, signed */
+  gc_element_set(b, 0, GC_FLOAT16, -0x1p-25);
+  CU_ASSERT_EQUAL(b[0] | b[1] << 8, 0x8000);
+  gc_element_set(b, 0, GC_FLOAT16, 0x1p-25 * (1 + 0x1p-40));
+  CU_ASSERT_EQUAL(b[0] | b[1] << 8, 1);
+  gc_element_set(b, 0, GC_FLOAT16, 1e300);
+  CU_ASSERT_EQUAL(b[0] | b[1] << 8, 0x7c00);
+  gc_element_set(b, 0, GC_BFLOAT16, -1e300);
+  CU_ASSERT_EQUAL(b[0] | b[1] << 8, 0xff80);
+  gc_element_set(b, 0, GC_FP8_E4M3, -1e300);
+  CU_ASSERT_EQUAL(b[0], 0xfe);
+}
+
 void gc_test_suite_types(void) {
   static const gc_test_case_t tests[] = {{"dtype names", test_dtype_names},
                                          {"op and algorithm names", test_op_algo_names},
@@ -401,6 +461,7 @@ void gc_test_suite_types(void) {
                                          {"random pattern", test_random_pattern},
                                          {"header constants", test_header_constants},
                                          {"public element access", test_public_elements},
+                                         {"rounding once from double", test_round_once_from_double},
                                          {NULL, NULL}};
   gc_test_add_suite("types", tests);
 }
