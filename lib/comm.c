@@ -1,6 +1,7 @@
 /* comm.c — communicator life cycle (init, destroy, abort), queries, and the live-handle registry
  * that turns use-after-destroy into an error instead of a crash. */
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -142,8 +143,10 @@ static void comm_free(gc_comm_t comm) {
 
 /* What a rank sets up on its own: the parameters and its GPU. */
 static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
-  comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : (int)gc__param_int(GC_PARAM_TIMEOUT_MS);
-  if (comm->timeout_ms <= 0) comm->timeout_ms = 120000;
+  /* Integer knobs are read in range or refused: a cast of what was read let GC_TIMEOUT_MS=4294967297
+   * be a 1 ms timeout and GC_PUSH_PIECE=-1 a piece of 2^64 - 1 bytes. */
+  comm->timeout_ms = cfg->timeout_ms;
+  if (comm->timeout_ms <= 0) GC_CHECK(gc__param_range(GC_PARAM_TIMEOUT_MS, 1, INT_MAX, &comm->timeout_ms));
   /* A staging area of up to 64 GB (rounding a larger size could wrap) */
   const int64_t staging_env = gc__param_int(GC_PARAM_STAGING_BYTES);
   const size_t staging = cfg->staging_bytes ? cfg->staging_bytes : staging_env > 0 ? (size_t)staging_env : 0;
@@ -152,18 +155,20 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
                    gc__param_str(GC_PARAM_STAGING_BYTES), cfg->staging_bytes, GC_MAX_STAGING_BYTES);
   comm->tp.staging_bytes = (staging + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
-  comm->max_blocks = (int)gc__param_int(GC_PARAM_MAX_BLOCKS);
+  GC_CHECK(gc__param_range(GC_PARAM_MAX_BLOCKS, 0, INT_MAX, &comm->max_blocks));
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
-  comm->push_piece = (size_t)gc__param_int(GC_PARAM_PUSH_PIECE);
+  int piece = 0, relay = 0;
+  GC_CHECK(gc__param_range(GC_PARAM_PUSH_PIECE, 0, INT_MAX, &piece));
+  comm->push_piece = (size_t)piece;
   /* auto, 0, 1 -> -1, 0, 1 */
   static const char *const auto_off_on[] = {"auto", "0", "1"};
   GC_CHECK(gc__param_word(GC_PARAM_PDL, auto_off_on, 3, &comm->pdl)); /* auto: decided with the device */
   comm->pdl--;
-  comm->ll_relay_bytes = (size_t)gc__param_int(GC_PARAM_LL_RELAY_BYTES);
-  int64_t ll_threads = gc__param_int(GC_PARAM_LL_THREADS);
-  ll_threads = ll_threads < 32 ? 32 : ll_threads > 512 ? 512 : ll_threads;
-  comm->ll_threads = (int)(ll_threads / 32 * 32);
+  GC_CHECK(gc__param_range(GC_PARAM_LL_RELAY_BYTES, 0, INT_MAX, &relay));
+  comm->ll_relay_bytes = (size_t)relay;
+  GC_CHECK(gc__param_range(GC_PARAM_LL_THREADS, 32, 512, &comm->ll_threads));
+  comm->ll_threads = comm->ll_threads / 32 * 32;
   const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
   comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
   GC_CHECK(gc__param_word(GC_PARAM_PUSH_CONTROL, auto_off_on, 3, &comm->push_control));
@@ -180,8 +185,10 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
                    gc__algo_list(list, sizeof list));
   }
 
-  const char *aware = gc__param_str(GC_PARAM_CUDA_AWARE);
-  comm->cuda_aware = strcmp(aware, "auto") == 0 ? gc__boot_query_cuda_aware() : atoi(aware) != 0;
+  static const char *const off_on_auto[] = {"0", "1", "auto"}; /* atoi read "true" as off */
+  int aware = 0;
+  GC_CHECK(gc__param_word(GC_PARAM_CUDA_AWARE, off_on_auto, 3, &aware));
+  comm->cuda_aware = aware == 2 ? gc__boot_query_cuda_aware() : aware;
 
   GC_CHECK(select_device(comm, cfg));
   if (comm->pdl < 0) comm->pdl = 0; /* no GPU */
