@@ -152,8 +152,9 @@ __global__ void GC_LAUNCH_BOUNDS broadcast_ll_kernel(const gc_kargs_t a, int rel
   if (me == root) {
     for (size_t k = global_thread(); k < packs; k += G) {
       const uint4 w = load_unit((const char *)a.send, bytes, k);
-      if (a.send != a.recv) store_unit((char *)a.recv, bytes, k, w);
       const uint4 x = ll_canonical(w, es);
+      // root keeps what the others get: an all-ones element is the same other NaN on every rank
+      if (a.send != a.recv || x.x != w.x || x.y != w.y || x.z != w.z || x.w != w.w) store_unit((char *)a.recv, bytes, k, x);
       if (relay) *(uint4 *)(a.peers.ll[owner(k)] + c.gen + k * 16) = x;
       else
         for (int i = 1; i < n; i++) *(uint4 *)(a.peers.ll[(me + i) % n] + c.gen + k * 16) = x;

@@ -1059,6 +1059,31 @@ static void test_ce_tiny_staging(void) {
   CU_ASSERT_EQUAL(on_comm(ce_tiny_staging_cases, 65536, -1), 0);
 }
 
+/* An LL broadcast of float16 data with all-ones elements (a NaN) among others: they arrive as
+ * 0x7FFF on every rank, root included (root once kept its 0xFFFF), in place and not; every other
+ * element, NaNs of other bits too, arrives as it was. */
+static int ll_broadcast_all_ones(int root, int in_place) {
+  enum { N = 1031 };
+  uint16_t want[N], got[N];
+  for (size_t i = 0; i < N; i++) want[i] = i % 3 ? (uint16_t)(i * 40503u) : 0xFFFFu;
+  uint16_t *send = gc_test_alloc(sizeof want), *recv = in_place ? send : gc_test_alloc(sizeof want + GUARD);
+  gc_test_upload(send, want, sizeof want);
+  gc_options_t o = GC_OPTIONS_INIT;
+  o.algo = GC_ALGO_ONESHOT_LL;
+  int ok = finished(gc_broadcast_ex(send, recv, N, GC_FLOAT16, root, gc_test_comm, NULL, &o), "LL broadcast of all-ones");
+  if (ok) ok = gc_test_fetch_checked(got, recv, sizeof got, !in_place, "LL broadcast of all-ones");
+  for (size_t i = 0; ok && i < N; i++)
+    if (got[i] != (want[i] == 0xFFFFu ? 0x7FFFu : want[i])) {
+      fprintf(stderr, "[rank %d] LL broadcast from %d%s: element %zu is 0x%04x, sent 0x%04x\n", gc_test_rank, root,
+              in_place ? " in place" : "", i, got[i], want[i]);
+      ok = 0;
+    }
+  ok = gc_test_all(ok) && gc_test_same_on_all_ranks(got, sizeof got);
+  if (!in_place) gc_test_free(recv);
+  gc_test_free(send);
+  return ok;
+}
+
 static void test_ll(void) {
   if (!gc_test_peer_gpus("LL collectives", 2)) return;
   mode_algo = GC_ALGO_ONESHOT_LL;
@@ -1095,6 +1120,7 @@ static void test_ll(void) {
     unaligned_by = 0;
   }
   bad += !broadcasts_queued(GC_ALGO_ONESHOT_LL);
+  for (int root = 0; root < gc_test_size; root++) bad += !ll_broadcast_all_ones(root, 0) + !ll_broadcast_all_ones(root, 1);
   /* What LL cannot carry is refused by name: integers, column blocks, an all-gather of more than
    * a generation. */
   void *send = gc_test_alloc((size_t)16 << 20), *recv = gc_test_alloc((size_t)16 << 20);

@@ -32,6 +32,9 @@ extern "C" {
  *   waits time out (GC_TIMEOUT_MS), or results are wrong.
  * - The epilogue's add vector must hold the same values on every rank: the two-shot algorithms
  *   apply the add vector of the rank that reduces each slice.
+ * - Every rank receives the same bits. The barrier-free algorithm (oneshot_ll) marks data not yet
+ *   written with all-ones elements, so an element that is all ones (a NaN in every type it takes)
+ *   arrives as another NaN (its top bit cleared), on every rank alike, a broadcast's root too.
  * - Errors found on the device (a peer that never arrived within GC_TIMEOUT_MS) make the kernel
  *   exit and are reported by the next call on the communicator or by gc_synchronize as
  *   GC_ERR_TIMEOUT; the communicator must then be destroyed (or aborted).
