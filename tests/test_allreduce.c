@@ -211,6 +211,49 @@ static void test_repeat_and_stream(void) {
 
 /* Under --gpu: 64 MiB and 1 GiB of bfloat16, a prime count near 50M and 2^31 + 5 bytes, checked
  * on a sample (every element for bit-identity across ranks). */
+/* float64 sums cast to float16, bfloat16 and fp8: the kernels and the MPI path give the same bits.
+ * Element 0 sums to 1 + 2^-11 + n 2^-40, just above a float16 midpoint that rounding through
+ * float first (the MPI path's store did) lands on, then takes to 1.0; the rest are random. */
+static void test_float64_cast_paths_agree(void) {
+  static const gc_dtype_t outs[] = {GC_FLOAT16, GC_BFLOAT16, GC_FP8_E4M3, GC_FP8_E5M2};
+  const size_t count = 4099;
+  double *in = malloc(count * sizeof(double));
+  unsigned char *by_path[2];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+  int bad = 0;
+  for (size_t d = 0; d < sizeof outs / sizeof outs[0]; d++) {
+    const size_t osz = gc_dtype_size(outs[d]);
+    for (size_t i = 0; i < count; i++) in[i] = gc_test_input(GC_FLOAT64, gc_test_rank, 77 + (int)d, i);
+    in[0] = (gc_test_rank == 0 ? 1.0 + 0x1p-11 : 0.0) + 0x1p-40;
+    void *send = gc_test_alloc(count * sizeof(double)), *recv = gc_test_alloc(count * osz);
+    gc_test_upload(send, in, count * sizeof(double));
+    for (int path = 0; path < 2; path++) { /* the table's choice, then the MPI path */
+      gc_options_t o = GC_OPTIONS_INIT;
+      o.out_dtype = outs[d];
+      o.algo = path ? GC_ALGO_MPI : GC_ALGO_AUTO;
+      gc_test_poison(recv, count * osz);
+      GC_TEST_OK(gc_allreduce_ex(send, recv, count, GC_FLOAT64, GC_SUM, gc_test_comm, NULL, &o));
+      GC_TEST_OK(gc_synchronize(gc_test_comm, NULL));
+      by_path[path] = malloc(count * osz);
+      CU_ASSERT_PTR_NOT_NULL_FATAL(by_path[path]);
+      gc_test_download(by_path[path], recv, count * osz);
+    }
+    if (memcmp(by_path[0], by_path[1], count * osz) != 0) {
+      size_t i = 0;
+      while (memcmp(by_path[0] + i * osz, by_path[1] + i * osz, osz) == 0) i++;
+      fprintf(stderr, "[rank %d] float64 -> %s: element %zu differs between the table's path and the MPI path\n",
+              gc_test_rank, gc_dtype_name(outs[d]), i);
+      bad++;
+    }
+    free(by_path[0]);
+    free(by_path[1]);
+    gc_test_free(recv);
+    gc_test_free(send);
+  }
+  free(in);
+  CU_ASSERT(gc_test_all(bad == 0));
+}
+
 static void test_big(void) {
   const char *huge = getenv("GC_TEST_HUGE");
   if (!gc_test_on_gpu && !(huge && *huge == '1')) {
@@ -243,6 +286,7 @@ void gc_test_suite_allreduce(void) {
                                          {"unaligned pointers", test_unaligned},
                                          {"epilogue: scale, add, cast", test_epilogue},
                                          {"repeats and the communicator's stream", test_repeat_and_stream},
+                                         {"float64 cast: kernels and MPI path agree", test_float64_cast_paths_agree},
                                          {"big sizes (GPU)", test_big},
                                          {NULL, NULL}};
   gc_test_add_suite("allreduce", tests);
