@@ -1119,9 +1119,19 @@ static gc_result_t mixed_begin(gc_comm_t comm, gc__call_kind_t call, const char 
   return GC_SUCCESS;
 }
 
-/* Several nodes of several ranks: refuses capture, then makes the groups (first call). */
-static gc_result_t mixed_groups(gc_comm_t comm, void *stream) {
+/* Several nodes of several ranks: refuses capture, compares the call, then makes the groups
+ * (first call). By default (GC_CHECK_CALLS=auto) the MPI path compares its calls, but each group
+ * only over its own ranks: a call that differed on one rank was refused by its node alone, while
+ * the other nodes went on into the cross groups and met that rank's next call there (GC_SUCCESS
+ * with wrong data, or a timeout). So the call as given is compared over the whole communicator
+ * before any group moves data (GC_CHECK_CALLS=1 has compared it in mixed_begin). */
+static gc_result_t mixed_groups(gc_comm_t comm, void *stream, gc__call_kind_t call, size_t count, gc_dtype_t dtype,
+                                gc_op_t op, const gc_options_t *opts, const void *send) {
   GC_CHECK(refuse_capture(comm, stream, "a mixed operation across nodes (its inter-node part runs on MPI)"));
+  if (comm->check_calls == GC_CHECK_MPI_PATH) {
+    gc__call_sig_t sig = public_sig(comm, call, count, dtype, op, 0, opts, send, (places_t){NULL, NULL, 0, 0});
+    GC_CHECK(gc__same_call(comm, &sig));
+  }
   return gc__mixed_groups(comm);
 }
 
@@ -1149,7 +1159,7 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
                    "GC_AVG of %s across nodes would wrap the nodes' partial sums; use int64, or GC_SUM and divide",
                    gc_dtype_name(dtype));
-  GC_CHECK(mixed_groups(comm, stream));
+  GC_CHECK(mixed_groups(comm, stream, GC_CALL_REDUCESCATTER_ALLREDUCE, count, dtype, op, opts, send));
 
   /* Inside the node: op (a sum for GC_AVG) without epilogue, into partials of float32 for half
    * types, else of dtype. Across nodes: op over the partials, then the epilogue, rounding once. */
@@ -1172,6 +1182,13 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   if (r == GC_SUCCESS)
     r = on_group(comm, cross, gc__mpi_allreduce(cross, partial, recv, count, part, op, &across, &mix,
                                                 (cudaStream_t)stream));
+  if (r == GC_ERR_TIMEOUT && tmp && !on_device) {
+    /* A wait that timed out leaves its request behind (gc__boot_wait), and on the host that
+     * request reads the partials where they are: kept, or MPI reads freed memory once a late peer
+     * comes. (Device partials are read by copies on the stream, which cudaFreeAsync follows.) */
+    gc__park(tmp);
+    tmp = NULL;
+  }
   return scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
@@ -1197,7 +1214,7 @@ static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t
    * all-gather is (an all-reduce over one rank changes nothing). */
   if (L == 1) return allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
   if (comm->node_count == 1 && !has_epilogue(&o, dtype)) return allgather_ex_impl(send, recv, count, dtype, comm, stream, &o);
-  GC_CHECK(mixed_groups(comm, stream));
+  GC_CHECK(mixed_groups(comm, stream, GC_CALL_ALLREDUCE_ALLGATHER, count, dtype, op, opts, send));
   /* Across nodes into this rank's block of recv, then the node's blocks gathered in place. */
   gc_options_t plain = without_epilogue(&o, GC_DTYPE_SAME);
   gc_comm_t node = comm->node_group, cross = comm->cross_group;

@@ -2,10 +2,14 @@
  * ranks (gc_config_t.local_size): gc_reducescatter_allreduce and gc_allreduce_allgather against
  * the float64 reference over the ranks each output reduces, for every reducible dtype and op, odd
  * counts, in place and epilogues; identical bits where they must be; the shapes that are one
- * collective (one node, one rank per node); nodes of different sizes; bad arguments. */
+ * collective (one node, one rank per node); nodes of different sizes; bad arguments; a call that
+ * differs on one rank; a node that comes after its peers gave up. */
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -310,6 +314,86 @@ static void test_bad_arguments(void) {
   CU_ASSERT_EQUAL(gc_comm_destroy(comm), GC_SUCCESS);
 }
 
+/* Nodes of L ranks whose waits give up after timeout_ms (a test of ranks that part ways stays
+ * short even when it fails). */
+static gc_comm_t impatient_nodes_of(int L, int timeout_ms) {
+  gc_config_t cfg = GC_CONFIG_INIT;
+  cfg.local_size = L;
+  cfg.use_gpu = gc_test_on_gpu;
+  cfg.timeout_ms = timeout_ms;
+  gc_comm_t comm = NULL;
+  gc_result_t r = gc_comm_init(&comm, MPI_COMM_WORLD, &cfg);
+  if (r != GC_SUCCESS) fprintf(stderr, "[rank %d] gc_comm_init(local_size %d): %s\n", gc_test_rank, L, gc_comm_last_error(NULL));
+  CU_ASSERT_EQUAL_FATAL(r, GC_SUCCESS);
+  return comm;
+}
+
+/* A call that differs on one rank (its op), across nodes, by default (GC_CHECK_CALLS unset: the
+ * MPI path's calls are compared; 1 too): refused with GC_ERR_INVALID_ARGUMENT on every rank, and
+ * the communicator goes on working. The groups compared on their own: the odd rank's node
+ * refused, the other nodes went on into the cross groups and met the refused ranks' next call
+ * there (GC_SUCCESS with wrong data on ranks 0 and 2 of 4, then GC_ERR_TIMEOUT). */
+static void test_calls_differ(void) {
+  const char *level = getenv("GC_CHECK_CALLS");
+  if (gc_test_size < 4 || gc_test_size % 2 || (level && strcmp(level, "0") == 0)) {
+    gc_test_note("mixed calls that differ: 4+ ranks, an even number, GC_CHECK_CALLS not 0");
+    return;
+  }
+  const int L = 2, odd = gc_test_rank == gc_test_size - 1;
+  gc_comm_t comm = impatient_nodes_of(L, 1500);
+  size_t n = 16;
+  float *send = gc_test_alloc((size_t)L * n * sizeof(float)), *recv = gc_test_alloc((size_t)L * n * sizeof(float));
+  gc_test_fill(send, (size_t)L * n, GC_FLOAT32, gc_test_rank, 11);
+  for (int first = 0; first < 2; first++) { /* the first call sets the groups up, the second finds them */
+    gc_result_t r = gc_reducescatter_allreduce(send, recv, n, GC_FLOAT32, odd ? GC_MAX : GC_SUM, comm, NULL, NULL);
+    EXPECT_REFUSAL(r, GC_ERR_INVALID_ARGUMENT, "differ in op");
+    r = gc_allreduce_allgather(send, recv, n, GC_FLOAT32, odd ? GC_MAX : GC_SUM, comm, NULL, NULL);
+    EXPECT_REFUSAL(r, GC_ERR_INVALID_ARGUMENT, "differ in op");
+  }
+  mixed_case_t c = {L, GC_FLOAT32, GC_DTYPE_SAME, GC_SUM, n, 0, 0, 1.0};
+  CU_ASSERT_TRUE(gc_test_all(run_rs_ar(comm, &c) && run_ar_ag(comm, &c)));
+  gc_test_free(send);
+  gc_test_free(recv);
+  CU_ASSERT_EQUAL(gc_comm_destroy(comm), GC_SUCCESS);
+}
+
+/* The last node comes late, after its peers' waits in the cross groups gave up (GC_ERR_TIMEOUT).
+ * Their MPI requests stay behind, still reading the input they were given: for bfloat16 the
+ * node's float32 partials, the library's own temporary. It was freed on the timeout, so when the
+ * late ranks came and MPI went on sending (here in MPI_Barrier), the early ranks read unmapped
+ * memory (a segmentation fault in mca_btl_vader; M_MMAP_THRESHOLD makes the temporary its own
+ * mapping, as large ones are). Comparing calls first (the default) waits on copies of its own, so
+ * the exchange is reached at once as under GC_CHECK_CALLS=0, which the test sets on the groups. */
+static void test_late_node(void) {
+  if (gc_test_size < 4 || gc_test_size % 2) {
+    gc_test_note("a late node: 4+ ranks, an even number");
+    return;
+  }
+  const int L = 2, timeout_ms = 600, late = gc_test_rank >= gc_test_size - L;
+  gc_comm_t comm = impatient_nodes_of(L, timeout_ms);
+  size_t n = (size_t)1 << 17; /* 512 KB of partials */
+  uint16_t *send = gc_test_alloc((size_t)L * n * 2), *recv = gc_test_alloc(n * 2);
+  gc_test_fill(send, (size_t)L * n, GC_BFLOAT16, gc_test_rank, 12);
+  /* the groups made, on time */
+  CU_ASSERT_EQUAL_FATAL(gc_test_all(gc_reducescatter_allreduce(send, recv, 16, GC_BFLOAT16, GC_SUM, comm, NULL, NULL) ==
+                                    GC_SUCCESS), 1);
+  comm->check_calls = comm->node_group->check_calls = comm->cross_group->check_calls = GC_CHECK_NONE;
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  if (late) usleep(2 * timeout_ms * 1000);
+  gc_result_t r = gc_reducescatter_allreduce(send, recv, n, GC_BFLOAT16, GC_SUM, comm, NULL, NULL);
+  if (r != GC_ERR_TIMEOUT)
+    fprintf(stderr, "[rank %d] late node: %s (%s), expected GC_ERR_TIMEOUT\n", gc_test_rank, gc_result_name(r),
+            gc_comm_last_error(comm));
+  CU_ASSERT_EQUAL(r, GC_ERR_TIMEOUT);
+  /* the late ranks' requests meet the early ones' here, and the early ones send their partials */
+  MPI_Barrier(MPI_COMM_WORLD);
+  usleep(200 * 1000);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CU_ASSERT_EQUAL(gc_comm_destroy(comm), GC_SUCCESS);
+  gc_test_free(send);
+  gc_test_free(recv);
+}
+
 /* Across nodes the MPI part cannot be captured: refused before anything starts, and the
  * communicator still works after. One node: the reduce-scatter alone, captured and replayed. */
 static void test_graph_capture(void) {
@@ -368,6 +452,8 @@ void gc_test_suite_mixed(void) {
       {"all-reduce + all-gather", test_ar_ag},
       {"nodes of different sizes", test_uneven_nodes},
       {"bad arguments", test_bad_arguments},
+      {"calls that differ between ranks", test_calls_differ},
+      {"a late node", test_late_node},
       {"graph capture", test_graph_capture},
       {NULL, NULL},
   };
