@@ -895,7 +895,8 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
     }
   }
   if (host) {
-    free(full);
+    if (reduced == GC_ERR_TIMEOUT) gc__park(full); /* the timed-out request may still gather into it */
+    else free(full);
     if (copied) free(add_here);
     else gc__park(add_here); /* the copy may still write it */
   } else {
