@@ -291,9 +291,10 @@ static void test_ll_call_wrap(void) {
   if (!gc_test_peer_gpus("LL call count wrap", 2)) return;
   gc_comm_t comm = gc_test_comm;
   uint32_t *ll_call = &((gc_ksignals_t *)comm->tp.signals[comm->local_rank])->ll_call;
-  uint32_t last = 0xFFFFFFFCu; /* the same on every rank, as the counts always are */
+  uint32_t last = 0xFFFFFFFCu, kept = 0; /* the same on every rank, as the counts always are */
   GC_TEST_OK(gc_synchronize(comm, NULL));
   CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(&kept, ll_call, sizeof kept, cudaMemcpyDeviceToHost), cudaSuccess);
   CU_ASSERT_EQUAL_FATAL(cudaMemcpy(ll_call, &last, sizeof last, cudaMemcpyHostToDevice), cudaSuccess);
   CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
   void *a = gc_test_alloc(4099 * 2), *b = gc_test_alloc(4099 * 2);
@@ -311,6 +312,12 @@ static void test_ll_call_wrap(void) {
     CU_ASSERT_NOT_EQUAL(now % GC_LL_GENS, last % GC_LL_GENS);
     last = now;
   }
+  /* The count goes back: the broadcasts' "started" words (ll_started) hold numbers of the count
+   * as it was, and a count behind them would let a root run calls ahead of its peers. */
+  GC_TEST_OK(gc_synchronize(comm, NULL));
+  CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+  CU_ASSERT_EQUAL_FATAL(cudaMemcpy(ll_call, &kept, sizeof kept, cudaMemcpyHostToDevice), cudaSuccess);
+  CU_ASSERT_EQUAL_FATAL(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
   gc_test_free(b);
   gc_test_free(a);
 }
