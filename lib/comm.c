@@ -65,21 +65,18 @@ gc_result_t gc__comm_check(gc_comm_t comm) {
   return GC_SUCCESS;
 }
 
-/* Whether a kill switch's value turns multicast off. Owners read these as integers (NCCL) or
- * also as words (torch, NVSHMEM); a value read neither way counts as off, and so does an empty
- * one: a wrong guess here can take the host's GPUs out of service. */
+/* Whether a kill switch's value turns multicast off. NCCL reads NCCL_NVLS_ENABLE as an integer,
+ * so whatever is not one (a word, an empty value) is its 0: off. The disabling switches of torch
+ * and NVSHMEM also take words; only a clear 0, false, no or off leaves them on. A wrong guess here
+ * can take the host's GPUs out of service, so every doubt reads as off. */
 bool gc__switch_says_off(const char *value, bool off_is_zero) {
-  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
-  while (*value == ' ' || *value == '\t') value++;
-  size_t len = strlen(value);
-  while (len && (value[len - 1] == ' ' || value[len - 1] == '\t' || value[len - 1] == '\n')) len--;
-  char *end = NULL;
-  long n = len ? strtol(value, &end, 0) : 0;
-  if (len && end == value + len) return off_is_zero ? n == 0 : n != 0;
-  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-    if (strlen(yes[i]) == len && strncasecmp(value, yes[i], len) == 0) return !off_is_zero;
-    if (strlen(no[i]) == len && strncasecmp(value, no[i], len) == 0) return off_is_zero;
-  }
+  int64_t n = 0;
+  const int number = gc__parse_int(value, &n);
+  if (off_is_zero) return !number || n == 0;
+  if (number) return n != 0;
+  static const char *const no[] = {"false", "no", "off"};
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    if (strcasecmp(value, no[i]) == 0) return false;
   return true;
 }
 

@@ -461,12 +461,13 @@ static void test_multimem_refused(void) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "kill switch"));
-  /* The switches' values read as their owners read them; what reads neither way is off too. */
+  /* The switches' values read as their owners read them, and every doubt as off: NCCL takes
+   * integers only (a word is its 0), torch and NVSHMEM also words. */
   static const struct { const char *value; bool off_is_zero, off; } values[] = {
-      {"0", true, true},      {" 0\n", true, true}, {"00", true, true},   {"false", true, true},
-      {"OFF", true, true},    {"", true, true},      {"zero", true, true}, {"1", true, false},
-      {"2", true, false},     {"1", false, true},    {"true", false, true}, {"Yes", false, true},
-      {" on ", false, true},  {"enabled", false, true}, {"0", false, false}, {"false", false, false}};
+      {"0", true, true},      {" 0\n", true, true}, {"00", true, true},      {"true", true, true},
+      {"OFF", true, true},    {"", true, true},      {"zero", true, true},    {"1", true, false},
+      {"2", true, false},     {"1", false, true},    {"true", false, true},   {"Yes", false, true},
+      {" on ", false, true},  {"enabled", false, true}, {"0", false, false}, {"False", false, false}};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
     if (gc__switch_says_off(values[i].value, values[i].off_is_zero) != values[i].off) {
       fprintf(stderr, "kill switch value '%s' (%s): read as %s\n", values[i].value,
