@@ -20,11 +20,13 @@ static int salt_counter = 3000000;
 
 /* A communicator over the world in nodes of L ranks (the last node smaller when L does not divide
  * the size), or NULL after a failed assertion. Nodes are consecutive ranks: node k holds ranks
- * kL .. kL+L-1 on one host, which the references below rely on. */
-static gc_comm_t nodes_of(int L) {
+ * kL .. kL+L-1 on one host, which the references below rely on. timeout_ms: its waits' bound
+ * (0: GC_TIMEOUT_MS; a test of ranks that part ways stays short even when it fails). */
+static gc_comm_t nodes_within(int L, int timeout_ms) {
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.local_size = L;
   cfg.use_gpu = gc_test_on_gpu;
+  cfg.timeout_ms = timeout_ms;
   gc_comm_t comm = NULL;
   gc_result_t r = gc_comm_init(&comm, MPI_COMM_WORLD, &cfg);
   if (r != GC_SUCCESS) fprintf(stderr, "[rank %d] gc_comm_init(local_size %d): %s\n", gc_test_rank, L, gc_comm_last_error(NULL));
@@ -37,6 +39,8 @@ static gc_comm_t nodes_of(int L) {
   CU_ASSERT_EQUAL(ls, expect_ls);
   return comm;
 }
+
+static gc_comm_t nodes_of(int L) { return nodes_within(L, 0); }
 
 /* The node sizes the world divides into: 1, the size, and 2 when that is neither. */
 static int node_sizes(int *L) {
@@ -314,20 +318,6 @@ static void test_bad_arguments(void) {
   CU_ASSERT_EQUAL(gc_comm_destroy(comm), GC_SUCCESS);
 }
 
-/* Nodes of L ranks whose waits give up after timeout_ms (a test of ranks that part ways stays
- * short even when it fails). */
-static gc_comm_t impatient_nodes_of(int L, int timeout_ms) {
-  gc_config_t cfg = GC_CONFIG_INIT;
-  cfg.local_size = L;
-  cfg.use_gpu = gc_test_on_gpu;
-  cfg.timeout_ms = timeout_ms;
-  gc_comm_t comm = NULL;
-  gc_result_t r = gc_comm_init(&comm, MPI_COMM_WORLD, &cfg);
-  if (r != GC_SUCCESS) fprintf(stderr, "[rank %d] gc_comm_init(local_size %d): %s\n", gc_test_rank, L, gc_comm_last_error(NULL));
-  CU_ASSERT_EQUAL_FATAL(r, GC_SUCCESS);
-  return comm;
-}
-
 /* A call that differs on one rank (its op), across nodes, by default (GC_CHECK_CALLS unset: the
  * MPI path's calls are compared; 1 too): refused with GC_ERR_INVALID_ARGUMENT on every rank, and
  * the communicator goes on working. The groups compared on their own: the odd rank's node
@@ -340,7 +330,7 @@ static void test_calls_differ(void) {
     return;
   }
   const int L = 2, odd = gc_test_rank == gc_test_size - 1;
-  gc_comm_t comm = impatient_nodes_of(L, 1500);
+  gc_comm_t comm = nodes_within(L, 1500);
   size_t n = 16;
   float *send = gc_test_alloc((size_t)L * n * sizeof(float)), *recv = gc_test_alloc((size_t)L * n * sizeof(float));
   gc_test_fill(send, (size_t)L * n, GC_FLOAT32, gc_test_rank, 11);
@@ -370,7 +360,7 @@ static void test_late_node(void) {
     return;
   }
   const int L = 2, timeout_ms = 600, late = gc_test_rank >= gc_test_size - L;
-  gc_comm_t comm = impatient_nodes_of(L, timeout_ms);
+  gc_comm_t comm = nodes_within(L, timeout_ms);
   size_t n = (size_t)1 << 17; /* 512 KB of partials */
   uint16_t *send = gc_test_alloc((size_t)L * n * 2), *recv = gc_test_alloc(n * 2);
   gc_test_fill(send, (size_t)L * n, GC_BFLOAT16, gc_test_rank, 12);
