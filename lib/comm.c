@@ -339,7 +339,12 @@ gc_result_t gc__mixed_groups(gc_comm_t comm) {
     GC_CHECK(groups_agree(comm, &ok));
   }
   gc__log_rank = comm->rank; /* the groups' setup logged with their own ranks */
-  if (ok) return GC_SUCCESS;
+  if (ok) {
+    /* A mixed call is compared whole over comm before its groups move data (coll.c mixed_groups,
+     * mixed_begin), and what they run follows from it: they compare nothing again. */
+    comm->node_group->check_calls = comm->cross_group->check_calls = GC_CHECK_NONE;
+    return GC_SUCCESS;
+  }
   /* The groups made stay until gc_comm_destroy; nothing runs on them. */
   comm->sticky = r != GC_SUCCESS ? r : GC_ERR_REMOTE;
   return GC_FAIL(comm, comm->sticky, "setting up the mixed operations' groups: %s",
