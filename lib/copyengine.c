@@ -21,8 +21,7 @@
  *
  * Outputs not from gc_mem_alloc take the staged forms at the end of this file: the copies go into
  * peers' staging areas, and each rank's SMs copy them out. */
-#include "gc_internal.h"
-#include "kernels.h"
+#include "gc_exec.h"
 
 enum { EV_FORK, EV_ENTRY, EV_COPIED, EV_JOIN, EV_SCATTERED, EV_REDUCED = EV_SCATTERED + GC_CE_RING,
        EV_COUNT = EV_REDUCED + GC_CE_RING };
@@ -169,7 +168,12 @@ static gc_result_t slices_by_writes(gc_comm_t comm, gc_kargs_t *a, const void *s
     slice(count, comm->local_size, p, &p0, &pn);
     a->region[p] = (gc_kregion_t){1, pn, p0, 0, 0};
   }
-  return gc__reducescatter_bywrites(comm, a, es, stream);
+  size_t most = 0;
+  for (int p = 0; p < comm->local_size; p++) most = a->region[p].width * es > most ? a->region[p].width * es : most;
+  gc__facts_t f;
+  gc__facts(comm, &f);
+  const gc__bywrites_shape_t shape = gc__bywrites_shape(&f, most, a->blocks);
+  return gc__reducescatter_bywrites(comm, a, &shape, stream);
 }
 
 /* All-reduce: a reduce-scatter kernel reduces this rank's slice into its own output, then the

@@ -8,16 +8,7 @@
 #include "gc_internal.h"
 #include "kernels.h"
 
-typedef struct {
-  gc__coll_t coll;
-  int min_ranks, max_ranks;
-  size_t max_bytes;  /* the row applies up to and including this size */
-  gc_algo_t algo;    /* broadcast: ONESHOT = one-stage pull, TWOSHOT = scatter + all-gather */
-  int max_blocks;    /* cap; the grid is sized to the work below it */
-  gc_algo_t fallback; /* LL rows: the choice for dtypes and sizes LL cannot take */
-  gc_algo_t plain;    /* the choice when peers cannot use the buffer (not from gc_mem_alloc): the
-                       * reduce-scatter's input, the all-gather's and broadcast's output (NONE: the same) */
-} row_t;
+typedef gc__row_t row_t;
 
 #define KB ((size_t)1 << 10)
 #define MB ((size_t)1 << 20)
@@ -36,56 +27,56 @@ typedef struct {
  * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: from 8 x H200,
  * run 69 (bench/results/forced/ll8_*_run69.txt, each algorithm forced, us). */
 static const row_t rows[] = {
-    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
      * 1 MB 7.24 (run 12, one pack per thread) vs two-shot by writes 9.69. */
-    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
     /* The two-shot by writes (every chunk in one kernel) against the copy engines, 2 x H200, forced,
      * us (run 127, bench/results/forced/ar2_*_run127.txt): 55.89 / 108.1 / 204.5 / 389.0 at 16 / 32 /
      * 64 / 128 MB against 68.66 / 119.2 / 212.7 / 401.1; 767.6 / 3017.8 at 256 MB / 1 GB against
      * 728.2 / 2774.8. Outputs peers cannot write take it at every size (coll.c `staged`). */
-    {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* 4 GPUs, us (run 14, bench/results/forced/ll4_allreduce_*_run14.txt): LL one-shot 3.62 /
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
      * writes 12.64 / 29.36 / 80.76 / 298.3 at 1 / 4 / 16 / 64 MB against two-shot by reads 15.78 /
      * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB (ll4_auto_run14.txt). */
     /* Run 50 (forced/ab_run50.txt): LL one-shot 8.77-8.82 us at 512 KB against the two-shot by
      * writes' 9.31-9.34 (128-thread blocks), 14.86-14.98 at 1 MB against 11.81-11.97. */
-    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
     /* Run 129 (the two-shot by writes in one kernel, forced/ar4_*_run129.txt): 298.6 / 587.9 /
      * 1166.7 at 64 / 128 / 256 MB against the copy engines' 319.8 / 604.9 / 1167.5. 3 GPUs: not
      * measured at 128 MB. */
-    {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* 8 GPUs: the push one-shot 3.72 / 4.34 at 1 / 16 KB against LL's 4.19 / 4.84; LL 5.95 / 10.22
      * at 64 / 256 KB against the one-shot's 6.09 / 13.43 and the two-shot by writes' 11.55 / 12.19;
      * by writes 14.65 / 31.35 / 95.98 / 365.4 at 1 / 4 / 16 / 64 MB against by reads 17.96 / 38.08 /
      * 114.5 / 377.5 and the copy engines' 394.9 at 64 MB; the copy engines 1384.3 / 5351.5 at 256 MB /
      * 1 GB against by reads 1449.7 / 5734.0 and by writes 1456.7 / 5826.1. */
-    {GC_COLL_ALLREDUCE, 5, 8, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 64 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
      * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
     /* 2 GPUs to 4 MB (run 197, forced, us, bench/results/forced/rs2_*_run197.txt): LL 5.92 / 7.51 /
      * 11.65 / 20.35 at 1 / 2 / 4 / 8 MB against the one-shot's 7.91 / 9.81 / 13.55 / 20.14. The
      * autotuner found it first (run 196: 4 MB 11.47 against the table's 13.38). */
-    {GC_COLL_REDUCESCATTER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_REDUCESCATTER, 2, 4, 1 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_REDUCESCATTER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_REDUCESCATTER, 2, 4, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     /* 8 GPUs: LL 4.81 / 6.04 / 8.41 / 18.29 at 1 KB / 256 KB / 1 MB / 4 MB against the one-shot's
      * 5.30 / 8.10 / 10.01 / 20.74. Past 16 MB the one-shot and the reduce-scatter by writes are
      * level (731.8 / 731.7 at 256 MB, 2901.6 / 2866.1 at 1 GB). */
-    {GC_COLL_REDUCESCATTER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_REDUCESCATTER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     /* From a plain input the one-shot copies every chunk into staging first; past 16 MB the
      * reduce-scatter by writes, which sends from the input where it is, is faster (run 24,
      * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
      * 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the one-shot wins, 60.21 vs 68.20 on 4 GPUs). */
-    {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, NONE, NONE},
     /* 4 GPUs, symmetric input: by writes with the senders' control warp against the one-shot
      * (run 78, both forced, us, forced/bywrites_control_run78.txt): 320.9 / 618.1 / 1210.3 /
      * 2402.1 at 128 / 256 / 512 MB / 1 GB against 316.8 / 623.4 / 1238.0 / 2447.3. Not on 3
@@ -94,19 +85,19 @@ static const row_t rows[] = {
      * against the one-shot's 2158.7 / 2154.7 (run 57, forced/reducescatter-h200x3_run57.txt) and
      * 2151.2 / 2152.3 once back on it (run 92). On 4 GPUs coll.c also keeps it off parts that are
      * off 16-byte boundaries. */
-    {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2
      * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
-    {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     /* To 4 MB since the autotuner took LL there in runs 196-199: its rows against the table's
      * one-shot at 4 MB, out of place / in place, us: 12.20 / 12.58 against 13.33 / 12.45 (run 196),
      * 11.86 / 11.90 against 13.84 / 12.97 (197), 11.84 / 11.97 against 13.38 / 12.31 (198), 11.92 /
      * 11.85 against 13.52 / 12.58 (199; bench/results/tune-h200x2/). */
-    {GC_COLL_ALLGATHER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, NONE, NONE},
     /* By writes through staging (control warp) against the copy engines and the one-shot, outputs
      * from gc_mem_alloc, forced, us (run 137, bench/results/forced/ag2_*_run137.txt): 16 MB 39.41 /
      * 46.26 / 33.98, 32 MB 60.27 / 69.62 / 61.67, 64 MB 107.0 / 114.8 / 120.1, 128 MB 203.2 / 203.2
@@ -115,18 +106,18 @@ static const row_t rows[] = {
      * ag_forced_*_run132.txt; by writes without the control warp there, run 135 with it: 64 MB
      * 108.2, 256 MB 390.5, 1 GB 1536.9): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 / 138.6,
      * 256 MB 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
-    {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
-    {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
+    {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
+    {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     /* 8 GPUs: the push kernel 3.80 / 5.24 / 8.37 / 20.66 at 1 KB / 256 KB / 1 MB / 4 MB against LL's
      * 5.25 / 6.52 / 8.69 / 17.40; the copy engines 711.2 / 2472.5 at 256 MB / 1 GB against the
      * kernel's 725.7 / 2884.4, 245.7 against 194.9 at 64 MB. */
-    {GC_COLL_ALLGATHER, 5, 8, 1 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_ALLGATHER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLGATHER, 5, 8, 64 * MB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, 132, NONE, NONE},
+    {GC_COLL_ALLGATHER, 5, 8, 1 * MB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLGATHER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_ALLGATHER, 5, 8, 64 * MB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
+    {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* Broadcast, us (run 17, forced, 1 KB - 4 MB: bench/results/forced/bcast{4,2}_*_run17.txt; run
      * 18, 1 MB - 256 MB: forced/bcast{4,2}_*_run18.txt). 2 GPUs: the push one-shot 2.97 / 3.18 at
      * 1 / 16 KB against LL's 3.23 / 3.33; LL 3.45 / 3.85 / 5.95 / 14.74 / 52.81 at 64 KB / 256 KB /
@@ -136,11 +127,11 @@ static const row_t rows[] = {
      * by writes through staging (coll.c p2p_broadcast), faster than the staged copy engines at
      * every size (run 123: 191.0 / 739.3 / 2925.4 us at 64 / 256 MB / 1 GB against 225.2 / 771.8
      * / 2949.7; bench/results/plain-h200x2/bc_forced_*_run123.txt). */
-    {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, 132, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, GC_ALGO_TWOSHOT_PUSH},
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
@@ -148,9 +139,9 @@ static const row_t rows[] = {
      * since run 29: 13.75 / 25.71 / 69.69 at 1 / 4 / 16 MB, still behind LL); by writes (owners to
      * 64 MB, then the ring; coll.c) 210.5 / 781.4 at 64 / 256 MB (run 29) against LL's 238.8 / 949.9
      * and the copy engines' 338.9 / 1127.8 (run 18). */
-    {GC_COLL_BROADCAST, 3, 4, 16 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
     /* 8 GPUs: the push one-shot 2.91 / 4.67 at 1 / 64 KB against LL's 4.38 / 5.01; LL 8.88 / 9.48 /
      * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
      * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3 (32 KB pieces); the two-stage
@@ -158,16 +149,16 @@ static const row_t rows[] = {
      * coll.c). With 16 KB pieces (runs 71-72, forced/grid8_run71.txt, forced/bcast8_run72.txt)
      * owners took 33.20 / 47.74 / 71.78 at 4 / 8 / 16 MB: LL up to 8 MB (LL at 8 MB not measured;
      * between its 22.46 and 80.04 at 4 and 16 MB). */
-    {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, 132, NONE, NONE},
-    {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, 132, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, 132, NONE, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
 };
 
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
 const char *gc__coll_name(gc__coll_t coll) { return coll < GC_NUM_COLLS ? coll_names[coll] : "?"; }
 
-static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
+const gc__row_t *gc__table_row(gc__coll_t coll, int n, size_t bytes) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     if (rows[i].coll == coll && n >= rows[i].min_ranks && n <= rows[i].max_ranks && bytes <= rows[i].max_bytes)
       return &rows[i];
@@ -181,119 +172,20 @@ static const row_t *find_row(gc__coll_t coll, int n, size_t bytes) {
  * GB); 3 GPUs 975.6 / 3728.7 at 256 MB / 1 GB against by reads' 1023.9 / 3999.5; 2 GPUs 756.6 /
  * 2783.9 at 256 MB / 1 GB against 773.0 / 3006.1, but 232.9 against 213.5 at 64 MB. 5-8 GPUs:
  * not measured, so not taken. */
-int gc__ce_allreduce_by_copies(gc_comm_t comm, size_t bytes) {
-  const int n = comm->local_size;
+int gc__ce_allreduce_by_copies(int n, size_t bytes) {
   if (n < 2 || n > 4) return 0;
   return bytes >= (n == 4 ? 512 * MB : 256 * MB);
 }
 
-gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input) {
-  const row_t *row = find_row(coll, comm->local_size, bytes);
+gc_algo_t gc__table_choice(int n, gc__coll_t coll, size_t bytes, int symmetric_input) {
+  const row_t *row = gc__table_row(coll, n, bytes);
   if (!row) return GC_ALGO_AUTO;
   return !symmetric_input && row->plain != NONE ? row->plain : row->algo;
 }
 
-/* Packs per block: two 16-byte packs per thread hide NVLink latency; the LL kernels take one
- * per thread in small blocks, spread over many SMs. Never more blocks than the cap. */
-static int grid_for(size_t bytes, int cap, size_t per_block) {
-  size_t packs = (bytes + 15) / 16;
-  size_t blocks = (packs + per_block - 1) / per_block;
-  if (blocks < 1) blocks = 1;
-  if (blocks > (size_t)cap) blocks = (size_t)cap;
-  return (int)blocks;
-}
-
-/* Threads per block of the two-shot all-reduce by writes on 3+ GPUs while its slices are small
- * (0: GC_KTHREADS, the grid from the whole input). A thread then takes one 16-byte pack of the
- * slice per destination, and the small blocks spread a small slice over more SMs (the 512-thread
- * grid left half its threads idle at 1 MB on 4 GPUs, slices being a quarter of the input).
- * 4 GPUs, runs 49-50 (bench/results/forced/ab_run49.txt, ab_run50.txt), us, means of two rounds,
- * 512-thread blocks against 128 / 256: 512 KB 10.35 against 9.13 / 9.38, 1 MB 11.86 / 11.57 / 11.77, 2 MB 16.94 /
- * 16.04 / 17.67, 4 MB 27.38 / 26.22 / 26.30, 8 MB 44.14 / 46.28 / 43.60, 16 MB 79.47 / 88.28 /
- * 80.79. On 2 GPUs the 512-thread grid already gives every thread one pack per destination and
- * smaller blocks were slower (1 MB 9.20-9.28 against 128: 10.09-10.11, 256: 9.40; run 50). */
-static int twoshot_push_threads(int nranks, size_t slice_bytes) {
-  if (nranks < 3) return 0;
-  if (slice_bytes <= 1 * MB) return 128;
-  if (slice_bytes <= 2 * MB) return 256;
-  return 0;
-}
-
-gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *opts,
-                         gc__plan_t *plan) {
-  gc_algo_t algo = opts->algo != GC_ALGO_AUTO ? opts->algo : comm->forced_algo;
-  int explicit_algo = opts->algo != GC_ALGO_AUTO;
-  if (algo == GC_ALGO_MULTIMEM) {
-    const char *which = NULL;
-    if (gc__multicast_kill_switch(&which))
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "multimem refused: %s is set, the operator's NVLink multicast kill switch", which);
-    if (gc__param_int(GC_PARAM_MULTIMEM) != 1)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "multimem is off by default; it needs GC_MULTIMEM and a host whose operator allows multicast");
-    if (!comm->mm.ready)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem is not available on this communicator: %s", comm->mm.why);
-    if (coll != GC_COLL_ALLREDUCE)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem serves the all-reduce only, not the %s", gc__coll_name(coll));
-  }
-  const row_t *row = find_row(coll, comm->local_size, bytes);
-  if (algo == GC_ALGO_AUTO) algo = gc__tuned_algo(comm, coll, bytes);
-  plan->from_table = algo == GC_ALGO_AUTO && comm->p2p_ready && row;
-  plan->plain = plan->from_table ? row->plain : NONE;
-  if (algo == GC_ALGO_AUTO) algo = comm->p2p_ready && row ? row->algo : GC_ALGO_MPI;
-  if (algo != GC_ALGO_MPI && !comm->p2p_ready) {
-    if (explicit_algo)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "algorithm %s needs peer-to-peer GPUs; this communicator has none",
-                     gc_algo_name(algo));
-    algo = GC_ALGO_MPI; /* GC_ALGO forces kernels where they exist, MPI elsewhere */
-  }
-  /* Two-shot: all-reduce and broadcast; by writes: every collective. */
-  int twoshot = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
-  if (algo == GC_ALGO_TWOSHOT && !twoshot) {
-    if (explicit_algo)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "%s has no %s algorithm (use oneshot or mpi)", gc__coll_name(coll),
-                     gc_algo_name(algo));
-    algo = GC_ALGO_ONESHOT;
-  }
-  if (algo == GC_ALGO_ONESHOT_LL && (ll_bytes == 0 || ll_bytes > GC_LL_GEN_BYTES)) {
-    if (explicit_algo)
-      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
-                     "algorithm oneshot_ll takes all-reduce, reduce-scatter (contiguous parts, none empty), all-gather and "
-                     "broadcast of float32, float16 or bfloat16 data (fp8 to gather or broadcast), an output type "
-                     "other than float64, and calls whose n parts fit one LL generation of %zu bytes (a "
-                     "broadcast goes in chunks of one; this call %s)",
-                     (size_t)GC_LL_GEN_BYTES, ll_bytes ? "needs more" : "is none of those");
-    algo = row && row->algo == algo && row->fallback != NONE ? row->fallback : GC_ALGO_ONESHOT;
-  }
-  int ll = algo == GC_ALGO_ONESHOT_LL;
-  /* LL: one pack per thread, small blocks, up to 512 threads per SM (all resident: they wait on
-   * peers). */
-  int sms = comm->sm_count > 0 ? comm->sm_count : 132;
-  int cap = ll ? sms * (512 / comm->ll_threads) : row ? row->max_blocks : 132;
-  if (!ll && cap > sms) cap = sms;
-  if (comm->max_blocks > 0 && comm->max_blocks < cap) cap = comm->max_blocks;
-  if (opts->max_blocks > 0) cap = opts->max_blocks < GC_KMAX_BLOCKS ? opts->max_blocks : GC_KMAX_BLOCKS;
-  plan->algo = algo;
-  /* LL threads take one pack of a part each (every row at that pack; a broadcast has one row);
-   * the small two-shot by writes, one pack of its slice; the rest two packs of the input. */
-  const size_t slice = bytes / (size_t)comm->local_size;
-  int small_twoshot =
-      !ll && algo == GC_ALGO_TWOSHOT_PUSH && coll == GC_COLL_ALLREDUCE ? twoshot_push_threads(comm->local_size, slice) : 0;
-  size_t work = bytes, per_block = 2 * GC_KTHREADS;
-  plan->threads = GC_KTHREADS;
-  if (ll) {
-    plan->threads = comm->ll_threads;
-    per_block = (size_t)comm->ll_threads;
-    if (coll != GC_COLL_BROADCAST) work = ll_bytes / (size_t)comm->local_size;
-  } else if (small_twoshot) {
-    plan->threads = small_twoshot;
-    per_block = (size_t)small_twoshot;
-    work = slice;
-  }
-  plan->blocks = grid_for(work, cap, per_block);
-  GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d GPUs -> %s, %d blocks of %d threads", gc__coll_name(coll), bytes,
-           comm->local_size, gc_algo_name(algo), plan->blocks, plan->threads);
-  return GC_SUCCESS;
+int gc__table_rows(const gc__row_t **out) {
+  *out = rows;
+  return (int)(sizeof rows / sizeof rows[0]);
 }
 
 gc_result_t gc__dispatch_describe(gc_comm_t comm) {
@@ -311,7 +203,7 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     if (rows[i].coll == GC_COLL_BROADCAST && (rows[i].algo == GC_ALGO_ONESHOT || rows[i].algo == GC_ALGO_TWOSHOT))
       algo = rows[i].algo == GC_ALGO_ONESHOT ? "one-stage" : "two-stage";
     n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %d", gc__coll_name(rows[i].coll), gpus, upto,
-                          algo, rows[i].max_blocks);
+                          algo, GC_TABLE_MAX_BLOCKS);
     if (rows[i].fallback != GC_ALGO_AUTO && n < cap)
       n += (size_t)snprintf(text + n, cap - n, " (other dtypes: %s)", gc_algo_name(rows[i].fallback));
     if (rows[i].plain != GC_ALGO_AUTO && n < cap)

@@ -12,6 +12,8 @@
 
 #define GC_HIDDEN __attribute__((visibility("hidden")))
 
+#include "gc_plan.h"
+
 /* ---------------------------------------------------------------------------------------------
  * Parameters: every environment knob in one table, read once (params.c).
  * XX(ID, environment variable, default as text, one-line doc)
@@ -158,8 +160,6 @@ GC_HIDDEN gc_result_t gc__mpi_fail(gc_comm_t comm, int mpi_err, const char *call
 #define GC_CE_RING 4                        /* per-chunk events of the copy-engine path, reused */
 #define GC_CE_EVENTS (4 + 2 * GC_CE_RING)
 #define GC_CE_MAX_CHUNKS 8                  /* pipeline stages of the copy-engine all-reduce by copies */
-/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE; coll.c picks it). */
-enum { GC_CE_AR_AUTO, GC_CE_AR_COPIES, GC_CE_AR_READS, GC_CE_AR_WRITES };
 
 /* A buffer from gc_mem_alloc: its base on every local rank, mapped into this process. */
 typedef struct gc__symmetric {
@@ -330,8 +330,6 @@ GC_HIDDEN gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *ba
 GC_HIDDEN gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base, const void *send,
                                               void *const recv_peers[], size_t count, size_t es, const void *add,
                                               int chunks, cudaStream_t stream);
-/* coll.c: the reduce-scatter by writes; a: regions, send, recv and epilogue set. */
-GC_HIDDEN gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, struct gc_kargs *a, size_t es, cudaStream_t stream);
 /* Whether the copy-engine reduce-scatter's inboxes (a row per rank, three buffers) fit the
  * staging area in rows of 4 KB or more; gc__ce_reducescatter refuses the call otherwise. */
 GC_HIDDEN int gc__ce_inbox_fits(gc_comm_t comm);
@@ -449,18 +447,6 @@ GC_HIDDEN void gc__mpi_release(gc_comm_t comm); /* frees the pinned chunks */
 GC_HIDDEN void gc__host_epilogue(void *vals, gc_dtype_t dtype, size_t len, double scale, const void *add,
                                  gc_dtype_t add_dtype, void *out, gc_dtype_t out_dtype);
 
-/* dispatch.c: algorithm and grid from (GPU count, bytes); identical on every rank. */
-typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST,
-               GC_NUM_COLLS } gc__coll_t;
-typedef struct gc__plan {
-  gc_algo_t algo;
-  int blocks;
-  int threads;
-  gc_algo_t plain; /* the row's choice when peers cannot use the buffer (reduce-scatter: input,
-                      all-gather and broadcast: output; AUTO: algo) */
-  int from_table;  /* algo is the table row's (not the options', GC_ALGO's or the tuner's) */
-} gc__plan_t;
-
 /* multimem.c: the NVLink multicast all-reduce (off unless GC_MULTIMEM=1 and no kill switch set). */
 GC_HIDDEN gc_result_t gc__multimem_init(gc_comm_t comm);   /* collective; leaves mm.ready or mm.why */
 GC_HIDDEN void gc__multimem_destroy(gc_comm_t comm);
@@ -472,28 +458,10 @@ GC_HIDDEN size_t gc__multimem_bytes(size_t want, size_t mc_granularity, size_t a
 /* Local rank 0's file descriptor fd reaches every local rank as its own descriptor in *out (the
  * root's is fd itself) over a Unix socket (SCM_RIGHTS); collective over the node, bounded. */
 GC_HIDDEN gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out);
-/* ll_bytes: what one LL generation must hold for this call, 0 when LL cannot carry it. */
-GC_HIDDEN gc_result_t gc__dispatch(gc_comm_t comm, gc__coll_t coll, size_t bytes, size_t ll_bytes,
-                                   const gc_options_t *opts, gc__plan_t *plan);
-/* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
-typedef struct gc__tuned {
-  gc__coll_t coll;
-  size_t max_bytes; /* SIZE_MAX: any larger size */
-  gc_algo_t algo;
-} gc__tuned_t;
-/* The tuned algorithm for (coll, bytes), or GC_ALGO_AUTO when nothing was tuned for it. */
-GC_HIDDEN gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes);
-/* The built-in table's choice for (coll, bytes) on this GPU count, for an input from gc_mem_alloc
- * (symmetric_input) or not; no options, tuning or GC_ALGO. GC_ALGO_AUTO when no row matches. */
-GC_HIDDEN gc_algo_t gc__table_choice(gc_comm_t comm, gc__coll_t coll, size_t bytes, int symmetric_input);
-/* Whether the copy-engine all-reduce of `bytes` goes by copies when it can (out of place). */
-GC_HIDDEN int gc__ce_allreduce_by_copies(gc_comm_t comm, size_t bytes);
-/* A communicator of one rank copies up to this many bytes by cudaMemcpyAsync, more by the SMs
- * (coll.c, solo_copy). */
+/* A communicator of one rank copies up to this many bytes by cudaMemcpyAsync, more by the SMs. */
 #define GC_SOLO_MEMCPY_MAX ((size_t)256 << 20)
 /* Rebuilds comm->algo_table_text from the built-in table and the tuned rows. */
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
-GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);
 /* "auto, oneshot, ...": every algorithm name, into buf. */
 GC_HIDDEN const char *gc__algo_list(char *buf, size_t n);
 

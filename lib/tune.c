@@ -108,7 +108,7 @@ static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) 
        * faster by more than TABLE_MARGIN: below ~1 MB the candidates are within tenths of a us,
        * and on 2 x H200 the tuner's small-size picks then flipped from run to run, 6-10% slower
        * than the table's in the bench at 1 KB, 64 KB and 256 KB (reduce-scatter, run 197). */
-      const gc_algo_t table = gc__table_choice(comm, (gc__coll_t)c, bytes, 1);
+      const gc_algo_t table = gc__table_choice(comm->local_size, (gc__coll_t)c, bytes, 1);
       for (int k = 0; k < (int)(sizeof candidates[c] / sizeof candidates[c][0]) && candidates[c][k] != GC_ALGO_AUTO; k++) {
         t.opts.algo = candidates[c][k];
         /* GPU algorithms: 5 + 20 calls whatever the size (1 GB: ~0.1 s a candidate); with 2 + 3 from
@@ -285,10 +285,4 @@ gc_result_t gc_tune_load(gc_comm_t comm, const char *path) {
 gc_result_t gc_tune_reset(gc_comm_t comm) {
   GC_CHECK(gc__comm_check(comm));
   return set_rows(comm, NULL, 0);
-}
-
-gc_algo_t gc__tuned_algo(gc_comm_t comm, gc__coll_t coll, size_t bytes) {
-  for (int i = 0; i < comm->tuned_count; i++)
-    if (comm->tuned[i].coll == coll && bytes <= comm->tuned[i].max_bytes) return comm->tuned[i].algo;
-  return GC_ALGO_AUTO;
 }

@@ -109,6 +109,7 @@ gc_algo_t gc_test_kernel_algo(void);
 void gc_test_suite_errors(void);
 void gc_test_suite_params(void);
 void gc_test_suite_dispatch(void);
+void gc_test_suite_plan(void);
 void gc_test_suite_types(void);
 void gc_test_suite_comm(void);
 void gc_test_suite_validation(void);

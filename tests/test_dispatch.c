@@ -10,13 +10,21 @@
 
 static const gc__coll_t colls[] = {GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST};
 
-static void node_of(struct gc_comm *c, int n, int p2p) {
+static void node_of(gc__facts_t *c, int n, int p2p) {
   memset(c, 0, sizeof *c);
+  c->size = n;
   c->local_size = n;
   c->p2p_ready = p2p;
   c->forced_algo = GC_ALGO_AUTO;
   c->sm_count = 132;
-  c->ll_threads = 128;
+  c->sw.ll_threads = 128;
+}
+
+/* The dispatch step of the planner for a call of `bytes` (LL needing ll_bytes) under options o. */
+static gc_result_t dispatch(const gc__facts_t *f, gc__coll_t coll, size_t bytes, size_t ll_bytes, const gc_options_t *o,
+                            gc__plan_t *p) {
+  gc__call_t call = {.coll = coll, .bytes = bytes, .ll_bytes = ll_bytes, .algo = o->algo, .max_blocks = o->max_blocks};
+  return gc__plan_dispatch(f, &call, p);
 }
 
 /* Whether the collective has a kernel of this algorithm that the table may pick. */
@@ -32,7 +40,7 @@ static int coll_has(gc__coll_t coll, gc_algo_t algo) {
 }
 
 static void test_every_node_size(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   int bad = 0;
   for (int n = 1; n <= GC_MAX_LOCAL_RANKS; n++) {
@@ -44,12 +52,12 @@ static void test_every_node_size(void) {
             const size_t bytes = ((size_t)1 << e) + (size_t)plus;
             gc__plan_t p;
             memset(&p, 0, sizeof p);
-            if (gc__dispatch(&c, colls[k], bytes, fits ? bytes : 0, &o, &p) != GC_SUCCESS) {
+            if (dispatch(&c, colls[k], bytes, fits ? bytes : 0, &o, &p) != GC_SUCCESS) {
               bad++;
               continue;
             }
             const int ll = p.algo == GC_ALGO_ONESHOT_LL;
-            const int most = ll ? c.sm_count * (512 / c.ll_threads) : GC_KMAX_BLOCKS;
+            const int most = ll ? c.sm_count * (512 / c.sw.ll_threads) : GC_KMAX_BLOCKS;
             int ok = coll_has(colls[k], p.algo) && (fits || !ll) && (n > 1 || p.algo == GC_ALGO_ONESHOT) &&
                      p.blocks >= 1 && p.blocks <= most && p.threads >= 32 && p.threads <= GC_KTHREADS &&
                      p.threads % 32 == 0;
@@ -64,7 +72,7 @@ static void test_every_node_size(void) {
 
 /* The table's rows for 5-8 GPUs are the 8-GPU measurements: spot checks of its choices there. */
 static void test_eight_gpu_rows(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   static const struct { gc__coll_t coll; size_t bytes; gc_algo_t algo; } want[] = {
       {GC_COLL_ALLREDUCE, 1024, GC_ALGO_ONESHOT},
@@ -81,21 +89,21 @@ static void test_eight_gpu_rows(void) {
     node_of(&c, n, 1);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
       gc__plan_t p;
-      CU_ASSERT_EQUAL(gc__dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+      CU_ASSERT_EQUAL(dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
       CU_ASSERT_EQUAL(p.algo, want[i].algo);
     }
   }
   /* An LL row whose call cannot go by LL takes the row's fallback. */
   node_of(&c, 8, 1);
   gc__plan_t p;
-  CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLREDUCE, 256 << 10, 0, &o, &p), GC_SUCCESS);
+  CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_ALLREDUCE, 256 << 10, 0, &o, &p), GC_SUCCESS);
   CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
 }
 
 /* On 2 GPUs the reduce-scatter and the all-gather go by LL to 4 MB (runs 196-199), on 3-4 GPUs
  * the reduce-scatter to 1 MB; then the one-shot. */
 static void test_ll_rows(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   static const struct { gc__coll_t coll; int n; size_t bytes; gc_algo_t algo; } want[] = {
       {GC_COLL_REDUCESCATTER, 2, 4 << 20, GC_ALGO_ONESHOT_LL}, {GC_COLL_REDUCESCATTER, 2, 8 << 20, GC_ALGO_ONESHOT},
@@ -107,7 +115,7 @@ static void test_ll_rows(void) {
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     node_of(&c, want[i].n, 1);
     gc__plan_t p;
-    CU_ASSERT_EQUAL(gc__dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
     CU_ASSERT_EQUAL(p.algo, want[i].algo);
   }
 }
@@ -116,17 +124,17 @@ static void test_ll_rows(void) {
  * a plan says whether its algorithm is the table's (coll.c moves only those off by writes when
  * the parts are off 16-byte boundaries) or one the caller asked for. */
 static void test_reducescatter_by_writes_rows(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   gc__plan_t p;
   for (int n = 2; n <= 8; n++) {
     node_of(&c, n, 1);
-    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
     CU_ASSERT_EQUAL(p.algo, n == 4 ? GC_ALGO_TWOSHOT_PUSH : GC_ALGO_ONESHOT);
     CU_ASSERT_TRUE(p.from_table);
   }
   o.algo = GC_ALGO_TWOSHOT_PUSH;
-  CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
+  CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
   CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
   CU_ASSERT_FALSE(p.from_table);
 }
@@ -135,7 +143,7 @@ static void test_reducescatter_by_writes_rows(void) {
  * output and up to 256 MB for outputs peers cannot write (the row's plain column), the copy
  * engines above; 3+ GPUs leave it alone. */
 static void test_allgather_by_writes_rows(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   static const struct { size_t bytes; gc_algo_t algo, plain; } want[] = {
       {16 << 20, GC_ALGO_ONESHOT, GC_ALGO_AUTO},
@@ -147,26 +155,26 @@ static void test_allgather_by_writes_rows(void) {
   node_of(&c, 2, 1);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     gc__plan_t p;
-    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLGATHER, want[i].bytes, 0, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_ALLGATHER, want[i].bytes, 0, &o, &p), GC_SUCCESS);
     CU_ASSERT_EQUAL(p.algo, want[i].algo);
     CU_ASSERT_EQUAL(p.plain, want[i].plain);
   }
   for (int n = 3; n <= 8; n++) {
     node_of(&c, n, 1);
     gc__plan_t p;
-    CU_ASSERT_EQUAL(gc__dispatch(&c, GC_COLL_ALLGATHER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
+    CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_ALLGATHER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
     CU_ASSERT_EQUAL(p.plain, GC_ALGO_AUTO);
   }
 }
 
 static void test_no_peer_access_is_mpi(void) {
-  struct gc_comm c;
+  gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   for (int n = 1; n <= GC_MAX_LOCAL_RANKS; n++) {
     node_of(&c, n, 0);
     for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
       gc__plan_t p;
-      CU_ASSERT_EQUAL(gc__dispatch(&c, colls[k], 1 << 20, 1 << 20, &o, &p), GC_SUCCESS);
+      CU_ASSERT_EQUAL(dispatch(&c, colls[k], 1 << 20, 1 << 20, &o, &p), GC_SUCCESS);
       CU_ASSERT_EQUAL(p.algo, GC_ALGO_MPI);
     }
   }

@@ -22,6 +22,7 @@ static const struct {
     {"errors", gc_test_suite_errors, 0},
     {"params", gc_test_suite_params, 0},
     {"dispatch", gc_test_suite_dispatch, 0},
+    {"plan", gc_test_suite_plan, 0},
     {"comm", gc_test_suite_comm, 1},
     {"validation", gc_test_suite_validation, 1},
     {"allreduce", gc_test_suite_allreduce, 1},
