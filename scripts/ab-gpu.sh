@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/ab-gpu.sh — an A/B comparison on one GPU host in one go: gpucoll-bench built from this
 # tree (A) and from a copy of it with the files under OVERLAY_DIR laid over it (B: paths as in the
-# repository, e.g. an older kernels/ll.cu), the same benchmarks run with both, alternating, so the
+# repository, e.g. another kernels/ll.cu), the same benchmarks run with both, alternating, so the
 # spread between hosts and runs does not enter the comparison.
 #
 # usage: scripts/ab-gpu.sh OVERLAY_DIR NP "COLL ARGS" ["COLL ARGS" ...]

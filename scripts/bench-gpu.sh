@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench-gpu.sh — the final benchmark matrix on a GPU host: every collective, gpucoll beside NCCL,
-# bf16, 1 KB to 1 GB, CUDA-graph replay, on 2 and 4 GPUs; CSVs, logs and plots in bench/results/.
+# bench-gpu.sh — the benchmark matrix on a GPU host: every collective, gpucoll beside NCCL, bf16,
+# 1 KB to 1 GB, CUDA-graph replay, on 2 and 4 GPUs (the commands in docs/performance.md); CSVs,
+# logs and plots in results/bench/ (ignored by git).
 #
 # usage: scripts/bench-gpu.sh BUILD_DIR [RESULTS_DIR]
 #   BUILD_DIR    the CMake build holding bench/gpucoll-bench
-#   RESULTS_DIR  where the CSVs, logs, PNGs and COMMANDS.txt go (default: bench/results)
+#   RESULTS_DIR  where the CSVs, logs, PNGs and COMMANDS.txt go (default: results/bench)
 # Environment: MPIRUN (default mpirun), PYTHON (default python3), NPS (default "2 4"),
 #              COLLS (default "allreduce reducescatter allgather broadcast"), TREE (the commit
 #              COMMANDS.txt names; default git's HEAD, stale where the tree was copied without .git).
@@ -13,7 +14,7 @@ set -u -o pipefail
 
 build=${1:?usage: scripts/bench-gpu.sh BUILD_DIR [RESULTS_DIR]}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-results=${2:-$repo/bench/results}
+results=${2:-$repo/results/bench}
 bench=$build/bench/gpucoll-bench
 mpirun=${MPIRUN:-mpirun}
 python=${PYTHON:-python3}
@@ -52,7 +53,7 @@ for np in ${NPS:-2 4}; do
     # --bind-to none: the ranks' host-side checks of 1 GB outputs use OpenMP over the node's cores.
     cmd=("$mpirun" -np "$np" --bind-to none "$bench" "$coll" --vs nccl -G 1 -d bfloat16
          -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 --csv "$results/$name.csv")
-    echo "${cmd[*]}" | sed "s|$build|\$BUILD|; s|$results|bench/results|" >> "$commands"
+    echo "${cmd[*]}" | sed "s|$build|\$BUILD|; s|$results|\$RESULTS|" >> "$commands"
     echo "== ${cmd[*]}"
     t0=$(date +%s)
     if "${cmd[@]}" 2>&1 | tee "$results/$name.txt"; then
@@ -67,10 +68,10 @@ for np in ${NPS:-2 4}; do
   done
   if [ ${#csvs[@]} -gt 1 ]; then
     "$python" "$repo/scripts/plot_bench.py" "${csvs[@]}" "$results/all-${tag}x$np.png" || failed=1
-    echo "$python scripts/plot_bench.py <the CSVs above> bench/results/all-${tag}x$np.png" >> "$commands"
+    echo "$python scripts/plot_bench.py <the CSVs above> \$RESULTS/all-${tag}x$np.png" >> "$commands"
   fi
 done
-echo "# plots: python3 scripts/plot_bench.py bench/results/<name>.csv bench/results/<name>.png" >> "$commands"
+echo "# plots: python3 scripts/plot_bench.py \$RESULTS/<name>.csv \$RESULTS/<name>.png" >> "$commands"
 echo "# total $(( $(date +%s) - start_all )) s" >> "$commands"
 echo "bench-gpu.sh: results in $results (total $(( $(date +%s) - start_all )) s)"
 exit $failed

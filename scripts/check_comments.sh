@@ -11,7 +11,7 @@ patterns=(
   '\bruns? [0-9]+'                         # "run 196", "runs 57-59": a numbered run
   '\brun-[0-9]+|\brun_[0-9]+'              # run folders and logs
   'bench/results|sweep-results/'           # per-run result folders
-  '\b(NOTES|DESIGN|PERFORMANCE|STYLE)\.md' # notes that are not part of the project
+  '(^|[^/[:alnum:]_.-])(NOTES|DESIGN|PERFORMANCE|STYLE)\.md' # notes outside the tree (docs/design.md is in it)
   '\bused to (take|be|run|do|have|read|write|call|pass|fail|hang|crash)'
   '\bno longer\b|\bformerly\b|\bpreviously\b'
   '\bthe (first|old|earlier|previous) (version|code|kernel|design|path|build)'

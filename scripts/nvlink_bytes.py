@@ -12,7 +12,7 @@ subtracting gpucoll alone from the run with NCCL leaves NCCL's calls. For each l
 per call and per GPU (the busiest GPU and the mean of the GPUs that carried traffic): data and raw
 bytes sent and received as multiples of the call's size, and those bytes over the bench's time
 (the mean of its out-of-place and in-place figures from the B run). The counters resolve calls
-of megabytes; 256 KB and 1 MB calls counted as nothing on the H200 host (run 59)."""
+of megabytes: calls of 1 MB and less may count as nothing."""
 import argparse
 import os
 import re

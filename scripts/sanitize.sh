@@ -7,7 +7,7 @@
 # that load the library (python, tclsh, lua, go test binaries, the installed example; every test
 # starts them under mpirun) get its runtime, the configured C compiler's libasan and libubsan,
 # through LD_PRELOAD in the ranks' environment only (Open MPI's mca_base_env_list): preloaded into
-# mpirun itself, ASan once stopped it on a use-after-free inside Open MPI's runtime.
+# mpirun itself, ASan stops it on a use-after-free inside Open MPI's runtime.
 # usage: scripts/sanitize.sh [CTEST_SELECTION...]   e.g. -L gpu -R '^gpu_np[12]$' on a GPU host
 #        scripts/sanitize.sh --run COMMAND...         one command instead of ctest, in the build folder
 GC_BUILD_DIR=${GC_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-sanitize}
