@@ -109,7 +109,7 @@ def plot(series, colls, title, out, latency):
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize="small")
     fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.94 if len(colls) == 1 else 0.97))
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
