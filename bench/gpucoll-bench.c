@@ -210,8 +210,8 @@ static void usage(FILE *f) {
           "  -N, --run_cycles N     run every size N times, printing each (1; 0: until stopped)\n"
           "  -C, --report_cputime 0/1  print the host time to enqueue instead of the GPU time\n"
           "  -R, --local_register M NCCL's buffers with --vs nccl: 0 plain cudaMalloc, 1\n"
-          "                         ncclCommRegister, 2 ncclMemAlloc + ncclCommWindowRegister\n"
-          "                         (symmetric kernels), all = the three (0)\n"
+          "                         ncclMemAlloc + ncclCommRegister, 2 ncclMemAlloc +\n"
+          "                         ncclCommWindowRegister (symmetric kernels), all = the three (0)\n"
           "  -T, --timeout S        end the run, exit status 124, when one size of one column\n"
           "                         and placement (check, warm-up, timed calls) takes more than\n"
           "                         S seconds (0 = no bound, the default; gpucoll's own waits\n"
@@ -1330,7 +1330,7 @@ static const char *csv_mode(const bench_t *b, int lib) {
 static const char *csv_buffers(const bench_t *b, int lib) {
   if (!b->on_gpu) return "host";
   if (lib == LIB_GC) return b->o.eager ? "gc_buffer_alloc" : "gc_mem_alloc";
-  return NCCL_MODE(lib) == GCB_NCCL_SYMMETRIC ? "ncclMemAlloc" : "cudaMalloc";
+  return NCCL_MODE(lib) == GCB_NCCL_PLAIN ? "cudaMalloc" : "ncclMemAlloc";
 }
 
 static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int warmup, int iters) {

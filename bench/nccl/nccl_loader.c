@@ -425,10 +425,12 @@ int gcb_nccl_mode_available(const gcb_nccl_t *n, gcb_nccl_mode_t mode, char *err
     return 1;
   }
   const char *missing = NULL;
-  if (mode == GCB_NCCL_REGISTERED && (!n->comm_register || !n->comm_deregister))
+  if (mode != GCB_NCCL_PLAIN && (!n->mem_alloc || !n->mem_free))
+    missing = !n->mem_alloc ? "ncclMemAlloc" : "ncclMemFree";
+  else if (mode == GCB_NCCL_REGISTERED && (!n->comm_register || !n->comm_deregister))
     missing = !n->comm_register ? "ncclCommRegister" : "ncclCommDeregister";
-  if (mode == GCB_NCCL_SYMMETRIC) {
-    if (!n->mem_alloc || !n->mem_free) missing = !n->mem_alloc ? "ncclMemAlloc" : "ncclMemFree";
+  else if (mode == GCB_NCCL_SYMMETRIC) {
+    if (n->version_code < 22700) missing = "symmetric kernels (they came with 2.27)";
     else if (!n->window_register) missing = "ncclCommWindowRegister";
     else if (!n->window_deregister) missing = "ncclCommWindowDeregister";
   }
@@ -448,7 +450,7 @@ int gcb_nccl_buffer_alloc(gcb_nccl_t *n, gcb_nccl_mode_t mode, size_t bytes, voi
                           size_t errlen) {
   if (gcb_nccl_mode_available(n, mode, err, errlen)) return 1;
   *out = NULL;
-  if (mode == GCB_NCCL_SYMMETRIC) {
+  if (mode != GCB_NCCL_PLAIN) {
     gcb_ncclResult_t r = n->mem_alloc(out, bytes);
     if (r != 0) set_err(err, errlen, "ncclMemAlloc(%zu bytes): %s", bytes, nccl_err(n, r));
     return r != 0;
@@ -464,7 +466,7 @@ int gcb_nccl_buffer_alloc(gcb_nccl_t *n, gcb_nccl_mode_t mode, size_t bytes, voi
 
 int gcb_nccl_buffer_free(gcb_nccl_t *n, gcb_nccl_mode_t mode, void *buf, char *err, size_t errlen) {
   if (!buf) return 0;
-  if (mode == GCB_NCCL_SYMMETRIC) {
+  if (mode != GCB_NCCL_PLAIN) {
     gcb_ncclResult_t r = n && n->mem_free ? n->mem_free(buf) : 1;
     if (r != 0) set_err(err, errlen, "ncclMemFree: %s", n ? nccl_err(n, r) : "no NCCL");
     return r != 0;

@@ -59,8 +59,9 @@ const char *gcb_nccl_version(const gcb_nccl_t *nccl);
 /* NCCL_VERSION_CODE of the loaded library: 22809 for 2.28.9. */
 int gcb_nccl_version_code(const gcb_nccl_t *nccl);
 
-/* How NCCL's buffers are prepared, nccl-tests' -R: plain cudaMalloc buffers (0), buffers
- * registered with ncclCommRegister (1), ncclMemAlloc buffers registered as symmetric windows with
+/* How NCCL's buffers are prepared, nccl-tests' -R: plain cudaMalloc buffers (0), ncclMemAlloc
+ * buffers registered with ncclCommRegister (1: NCCL's local registration wants ncclMemAlloc's
+ * memory), ncclMemAlloc buffers registered as symmetric windows with
  * ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC) (2). */
 typedef enum gcb_nccl_mode {
   GCB_NCCL_PLAIN,
@@ -76,8 +77,7 @@ typedef enum gcb_nccl_mode {
  * a one-line reason in err. The same on every rank of one NCCL version. */
 int gcb_nccl_mode_available(const gcb_nccl_t *nccl, gcb_nccl_mode_t mode, char *err, size_t errlen);
 
-/* A buffer of `bytes` for `mode`: cudaMalloc for plain and registered, ncclMemAlloc for
- * symmetric. Local. Returns 0 and *out, or nonzero with a message. */
+/* A buffer of `bytes` for `mode`: cudaMalloc for plain, ncclMemAlloc for the others. Local. Returns 0 and *out, or nonzero with a message. */
 int gcb_nccl_buffer_alloc(gcb_nccl_t *nccl, gcb_nccl_mode_t mode, size_t bytes, void **out, char *err,
                           size_t errlen);
 /* Frees what gcb_nccl_buffer_alloc returned for the same mode (NULL: nothing). */
