@@ -56,6 +56,7 @@ if rank == 0 then
 end
 
 local mpi_version = "MPI"
+local device_name = on_gpu and (gpucoll.device_name(comm.device) or "gpu") or "host"
 
 -- Fresh random data per size and run: seeds from rank 0's clock, agreed by all ranks.
 local base = util.agree(comm, (os.time() % 100000) * 100000)
@@ -121,7 +122,7 @@ for ci, coll in ipairs(colls) do
             local row = {
               coll = coll, lib = s.lib_name, mode = s.mode, placement = "oop", bytes = bytes, count = count,
               dtype = dtype, op = (coll == "allreduce" or coll == "reducescatter") and "sum" or "none",
-              root = coll == "broadcast" and 0 or -1, nranks = n, device = on_gpu and "gpu" or "host",
+              root = coll == "broadcast" and 0 or -1, nranks = n, device = device_name,
               buffers = s.mpi and "host" or where == "device" and "gc_mem_alloc" or where,
               graph = use_graph and 1 or 0, iters = iters, warmup = warmup, time_us = us, algbw_GBps = algbw,
               busbw_GBps = algbw and algbw * util.busbw_factor[coll](n) or nil,

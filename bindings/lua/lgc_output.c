@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
 #include <mpi.h>
 
 #include "lgc.h"
@@ -588,6 +589,18 @@ static int l_run(lua_State *L) {
   return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "%s: ended by signal %d", argv[0], WTERMSIG(status));
 }
 
+/* gpucoll.device_name(device) — the CUDA device's model ("NVIDIA H100 80GB HBM3"), for titles
+ * and CSVs. Returns the name, or nil, msg, code. */
+static int l_device_name(lua_State *L) {
+  const int device = (int)luaL_checkinteger(L, 1);
+  struct cudaDeviceProp prop;
+  cudaError_t e = cudaGetDeviceProperties(&prop, device);
+  if (e != cudaSuccess)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_CUDA), "device %d: %s", device, cudaGetErrorString(e));
+  lua_pushstring(L, prop.name);
+  return 1;
+}
+
 /* MPI's datatype and op for a call, or a reason there is none. */
 static const char *mpi_types(gc_dtype_t dt, gc_op_t op, MPI_Datatype *mdt, MPI_Op *mop) {
   switch (dt) {
@@ -660,6 +673,7 @@ static int l_mpi(lua_State *L) {
 void lgc_output_register(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"table", l_table}, {"csv", l_csv},   {"json", l_json}, {"progress", l_progress},
-      {"mkdir", l_mkdir}, {"run", l_run},   {"mpi", l_mpi},   {NULL, NULL}};
+      {"mkdir", l_mkdir}, {"run", l_run},   {"mpi", l_mpi},   {"device_name", l_device_name},
+      {NULL, NULL}};
   luaL_setfuncs(L, funcs, 0);
 }
