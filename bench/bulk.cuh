@@ -2,8 +2,7 @@
 // and shared memory, each issued by one thread: a load completes on an mbarrier in shared memory,
 // stores complete in bulk groups the issuing thread waits for. Sizes and addresses are multiples
 // of 16 bytes. On older GPUs the bodies are empty and nothing may launch a kernel that uses them.
-// Used by the link probe. (A broadcast ring moved by them, c0a9867, measured no faster than the
-// SM ring on 4 and 3 GPUs, run 68, and was taken out.)
+// Used by the link probe.
 #pragma once
 #include <stdint.h>
 

@@ -12,19 +12,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "gpucoll.h"
 #include "nccl_loader.h"
+#include "timing.h"
 #include "unfused_norm.h"
 #include "watchdog.h"
 /* Header-only and pure: the pattern gc_fill_random writes, so the float64 reference is exact. */
 #include "gc_rng.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Constants of the method (PERFORMANCE.md, "How to measure").
+ * Constants of the method.
  * ------------------------------------------------------------------------------------------- */
 /* H200's L2 is 60 MB: a buffer that fits would be served from L2 on the next call, so calls
  * rotate among sets until they have touched more than twice that. */
@@ -43,9 +46,16 @@
 /* Host chunk the poison is copied from. */
 #define POISON_CHUNK (16ull << 20)
 
-enum { LIB_GC, LIB_NCCL, NUM_LIBS };
+/* The columns: gpucoll, the MPI library's own collective (host buffers), NCCL in each -R mode. */
+enum { LIB_GC, LIB_MPI, LIB_NCCL0, LIB_NCCL1, LIB_NCCL2, NUM_LIBS };
+#define IS_NCCL(lib) ((lib) >= LIB_NCCL0)
+#define NCCL_MODE(lib) ((gcb_nccl_mode_t)((lib) - LIB_NCCL0))
 enum { OOP, INPLACE, NUM_PLACEMENTS };
-static const char *const lib_names[NUM_LIBS] = {"gpucoll", "nccl"};
+static const char *const lib_names[NUM_LIBS] = {"gpucoll", "mpi", "nccl", "nccl", "nccl"};
+static const char *const lib_titles[NUM_LIBS] = {"gpucoll", "MPI", "nccl -R 0", "nccl -R 1", "nccl -R 2"};
+static const char *const nccl_mode_names[GCB_NCCL_NUM_MODES] = {"plain", "registered", "symmetric"};
+/* -a: how the ranks' times become one (nccl-tests' meaning). */
+enum { AVG_RANK0, AVG_MEAN, AVG_MIN, AVG_MAX };
 static const char *const placement_names[NUM_PLACEMENTS] = {"out-of-place", "in-place"};
 /* The bench's collectives: the loader's four, which NCCL runs too, then the fused all-reduce +
  * RMSNorm + FP8 quantization, which NCCL has no counterpart of (--vs nccl times its all-reduce). */
@@ -64,9 +74,18 @@ typedef struct options {
   size_t min_bytes, max_bytes, step_bytes;
   double step_factor;
   double timeout_s; /* -T: bound on one size of one library and placement (0: none) */
-  int iters, warmup, check, graph, blocking, root, max_blocks, host, eager, vs_nccl;
-  gc_dtype_t dtype;
-  gc_op_t op;
+  int iters, warmup, check, blocking, root, max_blocks, host, eager, vs_nccl;
+  int graph;     /* -G: launches of a graph that captured the -n iterations (0: no graph) */
+  int agg;       /* -m: calls per iteration (NCCL's in one group) */
+  int average;   /* -a: AVG_RANK0 .. AVG_MAX */
+  int cycles;    /* -N: passes over every size (0: until stopped) */
+  int cputime;   /* -C: report the host time to enqueue instead of the GPU time */
+  int nccl_modes; /* -R: bit m for gcb_nccl_mode_t m */
+  gc_dtype_t dtype; /* the one in progress, from dtypes */
+  gc_op_t op;       /* the one in progress, from ops */
+  gc_dtype_t dtypes[GC_NUM_DTYPES];
+  gc_op_t ops[GC_NUM_OPS];
+  int ndtypes, nops, all_dtypes, all_ops;
   gc_algo_t algo;
   int coll; /* a gcb_coll_t or COLL_RMSNORM */
   size_t cols;  /* rmsnorm: elements per row */
@@ -80,7 +99,7 @@ typedef struct options {
 } options_t;
 
 typedef struct result {
-  double us, algbw, busbw;
+  double us, algbw, busbw; /* us < 0: not run */
   long long wrong; /* -1: not checked */
 } result_t;
 
@@ -102,8 +121,15 @@ typedef struct bench {
   gcb_watchdog_t *watchdog; /* NULL unless -T or NCCL is on */
   void *stream;
   int rank, nranks, on_gpu;
+  int nccl_ok[GCB_NCCL_NUM_MODES]; /* the modes this NCCL has, among -R's */
+  int active[NUM_LIBS];            /* the columns of the combination in progress */
+  char device_name[64];            /* rank 0's GPU model, or "host" */
+  char mpi_version[64];
   size_t elt;
-  char *send_pool, *recv_pool;
+  /* Each column's pools (MPI's are gpucoll's host buffers) and NCCL's registrations of them. */
+  char *send_pools[NUM_LIBS], *recv_pools[NUM_LIBS];
+  void *send_reg[NUM_LIBS], *recv_reg[NUM_LIBS];
+  size_t send_pool_bytes, recv_pool_bytes;
   char *gamma;           /* rmsnorm: --cols weights, shared by every set */
   unsigned char *host;   /* output copy for the check (pinned where there is a GPU) */
   unsigned char *poison; /* POISON_CHUNK bytes of POISON_BYTE */
@@ -158,54 +184,66 @@ static const char *failure(gc_comm_t comm, gc_result_t r) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpucoll-bench [COLL] [options]   (run under mpirun, one rank per GPU)\n"
-          "  COLL, --coll C      allreduce | reducescatter | allgather | broadcast | rmsnorm\n"
-          "                      (allreduce; rmsnorm: all-reduce + RMSNorm + FP8, see below)\n"
-          "  -b, --minbytes N    smallest size, K/M/G suffixes (32M)\n"
-          "  -e, --maxbytes N    largest size (32M)\n"
-          "  -f, --stepfactor F  multiply the size by F each step (2)\n"
-          "  -i, --stepbytes N   add N bytes each step instead (when -f is 1)\n"
-          "  -n, --iters N       timed calls per size (20; fewer above 256 MB, more where\n"
-          "                      buffer sets rotate, so every set is used)\n"
-          "  -w, --warmup N      untimed calls first (5)\n"
-          "  -c, --check 0/1     count wrong elements on fresh random data (1)\n"
-          "  -d, --datatype T    float32 float16 bfloat16 float64 int32 int64 uint8\n"
-          "                      fp8_e4m3 fp8_e5m2 (float32; also float, half, bf16)\n"
-          "  -o, --op OP         sum prod min max avg (sum)\n"
-          "  -G, --cudagraph 0/1 time the replay of a captured CUDA graph (0)\n"
-          "  -z, --blocking 0/1  synchronize after every call (0)\n"
-          "  -r, --root R        broadcast root (0)\n"
-          "  -a, --algo A        auto oneshot twoshot twoshot_push mpi multimem copyengine\n"
-          "                      oneshot_ll (auto; rmsnorm: oneshot_ll, oneshot, twoshot =\n"
-          "                      the fused kernels (twoshot with --residual: the two-shot\n"
-          "                      all-reduce first), any other = that all-reduce, then a\n"
-          "                      normalizing kernel; see gpucoll.h)\n"
-          "  -m, --maxblocks N   cap on gpucoll's grid (0 = dispatch table)\n"
-          "  --vs nccl           time NCCL on the same buffers and print the ratio (rmsnorm:\n"
-          "                      NCCL's all-reduce, then separate RMSNorm and quantization\n"
-          "                      kernels: PERFORMANCE.md's baseline for the fused op)\n"
-          "  --csv FILE          one row per (size, placement, library) with every figure\n"
-          "  --host              host buffers and the MPI path even where GPUs are present\n"
-          "  --eager             plain gc_buffer_alloc buffers (copy-in) instead of gc_mem_alloc\n"
-          "  --seed S            seed of the random data (default: from the clock)\n"
-          "  --autotune FILE     run gc_autotune up to -e bytes of -d (a reducible type) first,\n"
-          "                      save its rows to FILE (gc_tune_save) and time with them\n"
-          "  --tuned FILE        time with the dispatch rows in FILE (gc_tune_load; not\n"
-          "                      --tune, which mpirun takes for itself wherever it stands)\n"
-          "  -T, --timeout S     end the run, exit status 124, when one size of one library\n"
-          "                      and placement (check, warm-up, timed calls) takes more\n"
-          "                      than S seconds (0 = no bound, the default; gpucoll's own\n"
-          "                      waits are bounded anyway by GC_TIMEOUT_MS). With --vs nccl\n"
-          "                      the run also ends at NCCL's first asynchronous error\n"
-          "  -h, --help          this text\n"
+          "  COLL, --coll C         allreduce | reducescatter | allgather | broadcast | rmsnorm\n"
+          "                         (allreduce; rmsnorm: all-reduce + RMSNorm + FP8, see below)\n"
+          "nccl-tests' flags, with nccl-tests' meanings:\n"
+          "  -b, --minbytes N       smallest size, K/M/G suffixes (32M)\n"
+          "  -e, --maxbytes N       largest size (32M)\n"
+          "  -i, --stepbytes N      add N bytes each step (1M; used when -f is 1)\n"
+          "  -f, --stepfactor F     multiply the size by F each step (2)\n"
+          "  -g, --ngpus N          GPUs per rank: 1 only (gpucoll runs one rank per GPU)\n"
+          "  -t, --nthreads N       threads per rank: 1 only\n"
+          "  -w, --warmup_iters N   untimed iterations first (5)\n"
+          "  -n, --iters N          timed iterations per size (20; fewer above 256 MB, more\n"
+          "                         where buffer sets rotate, so every set is used)\n"
+          "  -m, --agg_iters N      calls per iteration (1; NCCL's in one ncclGroupStart/End)\n"
+          "  -c, --check 0/1        count wrong elements on fresh random data (1)\n"
+          "  -o, --op OP            sum prod min max avg, or all (sum)\n"
+          "  -d, --datatype T       float32 float16 bfloat16 float64 int32 int64 uint8\n"
+          "                         fp8_e4m3 fp8_e5m2 (also float, half, bf16), or all (float32)\n"
+          "  -r, --root R           broadcast root (0)\n"
+          "  -a, --average 0..3     time printed: rank 0's (0), the mean over ranks (1, the\n"
+          "                         default), the minimum (2), the maximum (3)\n"
+          "  -z, --blocking 0/1     synchronize after every iteration (0)\n"
+          "  -G, --cudagraph N      capture the -n iterations in a CUDA graph and time N\n"
+          "                         launches of it (0: no graph)\n"
+          "  -N, --run_cycles N     run every size N times, printing each (1; 0: until stopped)\n"
+          "  -C, --report_cputime 0/1  print the host time to enqueue instead of the GPU time\n"
+          "  -R, --local_register M NCCL's buffers with --vs nccl: 0 plain cudaMalloc, 1\n"
+          "                         ncclMemAlloc + ncclCommRegister, 2 ncclMemAlloc +\n"
+          "                         ncclCommWindowRegister (symmetric kernels), all = the three (0)\n"
+          "  -T, --timeout S        end the run, exit status 124, when one size of one column\n"
+          "                         and placement (check, warm-up, timed calls) takes more than\n"
+          "                         S seconds (0 = no bound, the default; gpucoll's own waits\n"
+          "                         are bounded anyway by GC_TIMEOUT_MS). With --vs nccl the\n"
+          "                         run also ends at NCCL's first asynchronous error\n"
+          "gpucoll's own:\n"
+          "  --algo A               auto oneshot twoshot ... (gc_algo_name's list; auto) (rmsnorm:\n"
+          "                         oneshot_ll, oneshot, twoshot = the fused kernels, any other =\n"
+          "                         that all-reduce, then a normalizing kernel; see gpucoll.h)\n"
+          "  --max-blocks N         cap on gpucoll's grid (0 = dispatch table)\n"
+          "  --vs nccl              time NCCL beside gpucoll (rmsnorm: NCCL's all-reduce, then\n"
+          "                         separate RMSNorm and quantization kernels)\n"
+          "  --csv FILE             one row per (size, placement, column) with every figure\n"
+          "  --host                 host buffers and the MPI path even where GPUs are present;\n"
+          "                         the MPI library's own collective is timed beside gpucoll\n"
+          "  --eager                plain gc_buffer_alloc buffers (copy-in) instead of gc_mem_alloc\n"
+          "  --seed S               seed of the random data (default: from the clock)\n"
+          "  --autotune FILE        run gc_autotune up to -e bytes of -d (a reducible type)\n"
+          "                         first, save its rows to FILE (gc_tune_save), time with them\n"
+          "  --tuned FILE           time with the dispatch rows in FILE (gc_tune_load; not\n"
+          "                         --tune, which mpirun takes for itself wherever it stands)\n"
+          "  -h, --help             this text\n"
           "rmsnorm (gc_allreduce_rmsnorm_fp8: rows x cols inputs summed over the ranks, each row\n"
           "RMS-normalized, times gamma, quantized to fp8_e4m3 with one scale per row; float32,\n"
           "float16 or bfloat16, -o sum; no in-place form; gamma random, epsilon 1e-6):\n"
-          "  --cols N            elements per row (8192); a size is rows x cols x dtype bytes,\n"
-          "                      rows = max(1, size / (cols x dtype bytes))\n"
-          "  --residual          add a random residual and keep the sum in a residual_out\n"
-          "  --nccl-baseline B   what --vs nccl times: unfused (NCCL's all-reduce, an RMSNorm\n"
-          "                      kernel, a per-row FP8 quantization kernel; the default) or\n"
-          "                      allreduce (NCCL's all-reduce alone)\n");
+          "  --cols N               elements per row (8192); a size is rows x cols x dtype bytes,\n"
+          "                         rows = max(1, size / (cols x dtype bytes))\n"
+          "  --residual             add a random residual and keep the sum in a residual_out\n"
+          "  --nccl-baseline B      what --vs nccl times: unfused (NCCL's all-reduce, an RMSNorm\n"
+          "                         kernel, a per-row FP8 quantization kernel; the default) or\n"
+          "                         allreduce (NCCL's all-reduce alone)\n"
+          "Exit status: 0 all correct, 1 usage error or wrong results, 124 -T ran out.\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -257,148 +295,189 @@ static int parse_coll(const char *s, int *out) {
   return 0;
 }
 
-static int parse_dtype(const char *s, gc_dtype_t *out) {
-  return gc_dtype_from_name(s, out) != GC_SUCCESS;
+static int parse_dtype(const char *s, options_t *o) {
+  o->all_dtypes = !strcmp(s, "all");
+  o->ndtypes = 1;
+  return !o->all_dtypes && gc_dtype_from_name(s, &o->dtypes[0]) != GC_SUCCESS;
 }
 
-/* Returns 0 to run, 1 after -h, 2 on a usage error (message printed by rank 0). */
+static int parse_op(const char *s, options_t *o) {
+  o->all_ops = !strcmp(s, "all");
+  o->nops = 1;
+  return !o->all_ops && gc_op_from_name(s, &o->ops[0]) != GC_SUCCESS;
+}
+
+/* -R 0, 1, 2 or all: a bit per NCCL buffer mode. */
+static int parse_modes(const char *s, int *mask) {
+  int m;
+  if (!strcmp(s, "all")) *mask = (1 << GCB_NCCL_NUM_MODES) - 1;
+  else if (parse_int(s, 0, &m) || m >= GCB_NCCL_NUM_MODES) return 1;
+  else *mask = 1 << m;
+  return 0;
+}
+
+static int is_reduction(int coll) {
+  return coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER || coll == COLL_RMSNORM;
+}
+
+/* -d all and -o all, once the collective is known: the types and ops it takes. */
+static void expand_lists(options_t *o) {
+  if (o->all_dtypes) {
+    o->ndtypes = 0;
+    for (int d = 0; d < GC_NUM_DTYPES; d++) {
+      int fits = o->coll == COLL_RMSNORM ? d == GC_FLOAT32 || d == GC_FLOAT16 || d == GC_BFLOAT16
+                 : is_reduction(o->coll) ? dtype_reducible[d]
+                                         : 1;
+      if (fits) o->dtypes[o->ndtypes++] = (gc_dtype_t)d;
+    }
+  }
+  if (o->all_ops) {
+    o->nops = 0;
+    if (o->coll == COLL_RMSNORM || !is_reduction(o->coll)) o->ops[o->nops++] = GC_SUM;
+    else
+      for (int p = 0; p < GC_NUM_OPS; p++) o->ops[o->nops++] = (gc_op_t)p;
+  }
+  o->dtype = o->dtypes[0];
+  o->op = o->ops[0];
+}
+
+/* The checks across flags, after parsing: a reason, with the offending value in *arg, or NULL. */
+static const char *check_args(const options_t *o, int cols_set, int baseline_set, int modes_set,
+                              const char **arg) {
+  *arg = NULL;
+  if (o->min_bytes > o->max_bytes) return "-b is larger than -e";
+  if (o->min_bytes == 0) return "-b must be at least one element";
+  if (modes_set && !o->vs_nccl) return "-R picks NCCL's buffers: add --vs nccl";
+  if (!o->all_dtypes && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER) &&
+      !dtype_reducible[o->dtypes[0]]) {
+    *arg = gc_dtype_name(o->dtypes[0]);
+    return "this datatype cannot be reduced (fp8 works with allgather and broadcast)";
+  }
+  if (!o->all_dtypes && o->coll == COLL_RMSNORM && o->dtypes[0] != GC_FLOAT32 &&
+      o->dtypes[0] != GC_FLOAT16 && o->dtypes[0] != GC_BFLOAT16) {
+    *arg = gc_dtype_name(o->dtypes[0]);
+    return "rmsnorm takes float32, float16 or bfloat16";
+  }
+  if (!o->all_ops && o->coll == COLL_RMSNORM && o->ops[0] != GC_SUM) {
+    *arg = gc_op_name(o->ops[0]);
+    return "rmsnorm sums over the ranks (-o sum)";
+  }
+  if (o->coll != COLL_RMSNORM && (cols_set || o->residual || baseline_set))
+    return "--cols, --residual and --nccl-baseline apply to rmsnorm only";
+  if (o->tune_file && o->autotune_file) return "--tuned and --autotune exclude each other";
+  if (o->autotune_file && (o->all_dtypes || !dtype_reducible[o->dtypes[0]]))
+    return "--autotune times reductions too: -d must be one reducible type";
+  if (o->graph && o->blocking) return "-z 1 synchronizes inside the loop, which -G cannot capture";
+  return NULL;
+}
+
+enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
+       OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS };
+
+static const struct option longopts[] = {
+    {"minbytes", required_argument, 0, 'b'},     {"maxbytes", required_argument, 0, 'e'},
+    {"stepbytes", required_argument, 0, 'i'},    {"stepfactor", required_argument, 0, 'f'},
+    {"ngpus", required_argument, 0, 'g'},        {"nthreads", required_argument, 0, 't'},
+    {"iters", required_argument, 0, 'n'},        {"warmup_iters", required_argument, 0, 'w'},
+    {"agg_iters", required_argument, 0, 'm'},    {"check", required_argument, 0, 'c'},
+    {"datatype", required_argument, 0, 'd'},     {"op", required_argument, 0, 'o'},
+    {"root", required_argument, 0, 'r'},         {"average", required_argument, 0, 'a'},
+    {"blocking", required_argument, 0, 'z'},     {"cudagraph", required_argument, 0, 'G'},
+    {"run_cycles", required_argument, 0, 'N'},   {"report_cputime", required_argument, 0, 'C'},
+    {"local_register", required_argument, 0, 'R'}, {"timeout", required_argument, 0, 'T'},
+    {"help", no_argument, 0, 'h'},               {"coll", required_argument, 0, OPT_COLL},
+    {"algo", required_argument, 0, OPT_ALGO},    {"max-blocks", required_argument, 0, OPT_MAX_BLOCKS},
+    {"vs", required_argument, 0, OPT_VS},        {"csv", required_argument, 0, OPT_CSV},
+    {"host", no_argument, 0, OPT_HOST},          {"eager", no_argument, 0, OPT_EAGER},
+    {"seed", required_argument, 0, OPT_SEED},    {"cols", required_argument, 0, OPT_COLS},
+    {"residual", no_argument, 0, OPT_RESIDUAL},  {"nccl-baseline", required_argument, 0, OPT_BASELINE},
+    {"tuned", required_argument, 0, OPT_TUNE},   {"autotune", required_argument, 0, OPT_AUTOTUNE},
+    {0, 0, 0, 0}};
+
+/* One flag and its value; returns the reason when the value is bad, else NULL. */
+static const char *parse_flag(int c, const char *v, options_t *o, int *cols_set, int *baseline_set,
+                              int *modes_set) {
+  int one = 1;
+  switch (c) {
+    case 'b': return parse_size(v, &o->min_bytes) ? "-b wants a size (8, 1K, 64M; at most 1048576G)" : NULL;
+    case 'e': return parse_size(v, &o->max_bytes) ? "-e wants a size (8, 1K, 64M; at most 1048576G)" : NULL;
+    case 'i': return parse_size(v, &o->step_bytes) || o->step_bytes == 0 ? "-i wants a size > 0" : NULL;
+    case 'f': return parse_real(v, 1.0, 1024.0, &o->step_factor) ? "-f wants a factor from 1 to 1024" : NULL;
+    case 'g': return parse_int(v, 1, &one) || one != 1 ? "-g: gpucoll drives one GPU per rank; run one rank per GPU (-g 1)" : NULL;
+    case 't': return parse_int(v, 1, &one) || one != 1 ? "-t: gpucoll-bench runs one thread per rank (-t 1); run more ranks instead" : NULL;
+    case 'n': return parse_int(v, 1, &o->iters) ? "-n wants an integer >= 1" : NULL;
+    case 'w': return parse_int(v, 0, &o->warmup) ? "-w wants an integer >= 0" : NULL;
+    case 'm': return parse_int(v, 1, &o->agg) ? "-m wants an integer >= 1" : NULL;
+    case 'c': return parse_int(v, 0, &o->check) || o->check > 1 ? "-c wants 0 or 1" : NULL;
+    case 'd': return parse_dtype(v, o) ? "unknown datatype (see -h)" : NULL;
+    case 'o': return parse_op(v, o) ? "unknown op (sum prod min max avg all)" : NULL;
+    case 'r': return parse_int(v, 0, &o->root) ? "-r wants a rank >= 0" : NULL;
+    case 'a': return parse_int(v, 0, &o->average) || o->average > AVG_MAX ? "-a wants 0, 1, 2 or 3" : NULL;
+    case 'z': return parse_int(v, 0, &o->blocking) || o->blocking > 1 ? "-z wants 0 or 1" : NULL;
+    case 'G': return parse_int(v, 0, &o->graph) ? "-G wants a number of graph launches >= 0" : NULL;
+    case 'N': return parse_int(v, 0, &o->cycles) ? "-N wants a number of cycles >= 0" : NULL;
+    case 'C': return parse_int(v, 0, &o->cputime) || o->cputime > 1 ? "-C wants 0 or 1" : NULL;
+    case 'R': *modes_set = 1; return parse_modes(v, &o->nccl_modes) ? "-R wants 0, 1, 2 or all" : NULL;
+    case 'T': return parse_real(v, 0.0, 1e6, &o->timeout_s) ? "-T wants seconds from 0 to 1000000" : NULL;
+    case OPT_COLL: return parse_coll(v, &o->coll) ? "unknown collective (" COLL_LIST ")" : NULL;
+    case OPT_ALGO: return gc_algo_from_name(v, &o->algo) != GC_SUCCESS ? "unknown algorithm (see -h)" : NULL;
+    case OPT_MAX_BLOCKS: return parse_int(v, 0, &o->max_blocks) ? "--max-blocks wants an integer >= 0" : NULL;
+    case OPT_VS: o->vs_nccl = 1; return strcmp(v, "nccl") ? "--vs knows only nccl" : NULL;
+    case OPT_CSV: o->csv = v; return NULL;
+    case OPT_HOST: o->host = 1; return NULL;
+    case OPT_EAGER: o->eager = 1; return NULL;
+    case OPT_RESIDUAL: o->residual = 1; return NULL;
+    case OPT_TUNE: o->tune_file = v; return NULL;
+    case OPT_AUTOTUNE: o->autotune_file = v; return NULL;
+    case OPT_COLS: *cols_set = 1; return parse_size(v, &o->cols) || o->cols == 0 ? "--cols wants a count > 0" : NULL;
+    case OPT_BASELINE:
+      *baseline_set = 1;
+      o->nccl_alone = !strcmp(v, "allreduce");
+      return !o->nccl_alone && strcmp(v, "unfused") ? "--nccl-baseline is unfused or allreduce" : NULL;
+    case OPT_SEED: {
+      char *end;
+      o->seed = strtoull(v, &end, 0);
+      o->seed_set = 1;
+      return end == v || *end ? "--seed wants an integer" : NULL;
+    }
+    default: return "unknown option or missing value";
+  }
+}
+
+/* Returns 0 to run, 1 after -h, 2 on a usage error (one line, printed by rank 0). */
 static int parse_args(int argc, char **argv, options_t *o) {
   *o = (options_t){.min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
-                   .step_factor = 2.0, .iters = 20, .warmup = 5, .check = 1,
-                   .dtype = GC_FLOAT32, .op = GC_SUM, .algo = GC_ALGO_AUTO,
-                   .coll = GCB_ALLREDUCE, .cols = 8192};
-  enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
-         OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE };
-  static const struct option longopts[] = {
-      {"minbytes", required_argument, 0, 'b'},  {"maxbytes", required_argument, 0, 'e'},
-      {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
-      {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
-      {"check", required_argument, 0, 'c'},     {"datatype", required_argument, 0, 'd'},
-      {"op", required_argument, 0, 'o'},        {"cudagraph", required_argument, 0, 'G'},
-      {"blocking", required_argument, 0, 'z'},  {"root", required_argument, 0, 'r'},
-      {"algo", required_argument, 0, 'a'},      {"maxblocks", required_argument, 0, 'm'},
-      {"coll", required_argument, 0, OPT_COLL}, {"vs", required_argument, 0, OPT_VS},
-      {"csv", required_argument, 0, OPT_CSV},   {"host", no_argument, 0, OPT_HOST},
-      {"eager", no_argument, 0, OPT_EAGER},     {"seed", required_argument, 0, OPT_SEED},
-      {"cols", required_argument, 0, OPT_COLS}, {"residual", no_argument, 0, OPT_RESIDUAL},
-      {"nccl-baseline", required_argument, 0, OPT_BASELINE},
-      {"tuned", required_argument, 0, OPT_TUNE}, {"autotune", required_argument, 0, OPT_AUTOTUNE},
-      {"timeout", required_argument, 0, 'T'},   {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
-  int cols_set = 0, baseline_set = 0;
-  int quiet = g_rank != 0, c, bad = 0;
+                   .step_factor = 2.0, .iters = 20, .warmup = 5, .check = 1, .agg = 1,
+                   .average = AVG_MEAN, .cycles = 1, .nccl_modes = 1 << GCB_NCCL_PLAIN,
+                   .dtypes = {GC_FLOAT32}, .ndtypes = 1, .ops = {GC_SUM}, .nops = 1,
+                   .algo = GC_ALGO_AUTO, .coll = GCB_ALLREDUCE, .cols = 8192};
+  int cols_set = 0, baseline_set = 0, modes_set = 0, c;
   const char *why = NULL, *arg = NULL;
   opterr = 0;
-  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:G:z:r:a:m:T:h", longopts, NULL)) != -1) {
-    arg = optarg;
-    switch (c) {
-      case 'b': bad = parse_size(optarg, &o->min_bytes); why = "-b wants a size (8, 1K, 64M; at most 1048576G)"; break;
-      case 'e': bad = parse_size(optarg, &o->max_bytes); why = "-e wants a size (8, 1K, 64M; at most 1048576G)"; break;
-      case 'i': bad = parse_size(optarg, &o->step_bytes) || o->step_bytes == 0; why = "-i wants a size > 0"; break;
-      case 'f': bad = parse_real(optarg, 1.0, 1024.0, &o->step_factor); why = "-f wants a factor from 1 to 1024"; break;
-      case 'T': bad = parse_real(optarg, 0.0, 1e6, &o->timeout_s); why = "-T wants seconds from 0 to 1000000"; break;
-      case 'n': bad = parse_int(optarg, 1, &o->iters); why = "-n wants an integer >= 1"; break;
-      case 'w': bad = parse_int(optarg, 0, &o->warmup); why = "-w wants an integer >= 0"; break;
-      case 'c': bad = parse_int(optarg, 0, &o->check) || o->check > 1; why = "-c wants 0 or 1"; break;
-      case 'G': bad = parse_int(optarg, 0, &o->graph) || o->graph > 1; why = "-G wants 0 or 1"; break;
-      case 'z': bad = parse_int(optarg, 0, &o->blocking) || o->blocking > 1; why = "-z wants 0 or 1"; break;
-      case 'r': bad = parse_int(optarg, 0, &o->root); why = "-r wants a rank >= 0"; break;
-      case 'm': bad = parse_int(optarg, 0, &o->max_blocks); why = "-m wants an integer >= 0"; break;
-      case 'd': bad = parse_dtype(optarg, &o->dtype); why = "unknown datatype (see -h)"; break;
-      case 'o': bad = gc_op_from_name(optarg, &o->op) != GC_SUCCESS; why = "unknown op (sum prod min max avg)"; break;
-      case 'a': bad = gc_algo_from_name(optarg, &o->algo) != GC_SUCCESS; why = "unknown algorithm (see -h)"; break;
-      case OPT_COLL: bad = parse_coll(optarg, &o->coll); why = "unknown collective (" COLL_LIST ")"; break;
-      case OPT_VS: bad = strcmp(optarg, "nccl") != 0; o->vs_nccl = 1; why = "--vs knows only nccl"; break;
-      case OPT_CSV: o->csv = optarg; break;
-      case OPT_HOST: o->host = 1; break;
-      case OPT_EAGER: o->eager = 1; break;
-      case OPT_COLS: bad = parse_size(optarg, &o->cols) || o->cols == 0; cols_set = 1; why = "--cols wants a count > 0"; break;
-      case OPT_RESIDUAL: o->residual = 1; break;
-      case OPT_TUNE: o->tune_file = optarg; break;
-      case OPT_AUTOTUNE: o->autotune_file = optarg; break;
-      case OPT_BASELINE:
-        o->nccl_alone = !strcmp(optarg, "allreduce");
-        bad = !o->nccl_alone && strcmp(optarg, "unfused") != 0;
-        baseline_set = 1;
-        why = "--nccl-baseline is unfused or allreduce";
-        break;
-      case OPT_SEED: {
-        char *end;
-        o->seed = strtoull(optarg, &end, 0);
-        bad = end == optarg || *end;
-        o->seed_set = 1;
-        why = "--seed wants an integer";
-        break;
-      }
-      case 'h':
-        if (!quiet) usage(stdout);
-        return 1;
-      default:
-        bad = 1;
-        arg = argv[optind - 1];
-        why = "unknown option or missing value";
-        break;
+  /* '+': stop at the first word that is no flag, the collective, which may stand anywhere. */
+  while (!why) {
+    c = getopt_long(argc, argv, "+b:e:i:f:g:t:n:w:m:c:d:o:r:a:z:G:N:C:R:T:h", longopts, NULL);
+    if (c == -1) {
+      if (optind >= argc) break;
+      arg = argv[optind];
+      if (parse_coll(argv[optind++], &o->coll)) why = "unknown collective (" COLL_LIST ") or stray argument";
+      continue;
     }
-  }
-  if (!bad && optind < argc) {
-    arg = argv[optind];
-    bad = parse_coll(argv[optind++], &o->coll);
-    why = "unknown collective (" COLL_LIST ")";
-  }
-  if (!bad && optind < argc) {
-    bad = 1;
-    arg = argv[optind];
-    why = "unexpected argument";
-  }
-  if (!bad && o->min_bytes > o->max_bytes) {
-    bad = 1;
-    arg = NULL;
-    why = "-b is larger than -e";
-  }
-  if (!bad && o->min_bytes == 0) {
-    bad = 1;
-    arg = NULL;
-    why = "-b must be at least one element";
-  }
-  if (!bad && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER) &&
-      !dtype_reducible[o->dtype]) {
-    bad = 1;
-    arg = gc_dtype_name(o->dtype);
-    why = "this datatype cannot be reduced (fp8 works with allgather and broadcast)";
-  }
-  if (!bad && o->coll == COLL_RMSNORM && o->dtype != GC_FLOAT32 && o->dtype != GC_FLOAT16 &&
-      o->dtype != GC_BFLOAT16) {
-    bad = 1;
-    arg = gc_dtype_name(o->dtype);
-    why = "rmsnorm takes float32, float16 or bfloat16";
-  }
-  if (!bad && o->coll == COLL_RMSNORM && o->op != GC_SUM) {
-    bad = 1;
-    arg = gc_op_name(o->op);
-    why = "rmsnorm sums over the ranks (-o sum)";
-  }
-  if (!bad && o->coll != COLL_RMSNORM && (cols_set || o->residual || baseline_set)) {
-    bad = 1;
-    arg = NULL;
-    why = "--cols, --residual and --nccl-baseline apply to rmsnorm only";
-  }
-  if (!bad && o->tune_file && o->autotune_file) {
-    bad = 1;
-    arg = NULL;
-    why = "--tuned and --autotune exclude each other";
-  }
-  if (!bad && o->autotune_file && !dtype_reducible[o->dtype]) {
-    bad = 1;
-    arg = gc_dtype_name(o->dtype);
-    why = "--autotune times reductions too: -d must be a reducible type";
-  }
-  if (bad) {
-    if (!quiet) {
-      fprintf(stderr, "gpucoll-bench: %s%s%s\n", why, arg ? ": " : "", arg ? arg : "");
-      usage(stderr);
+    if (c == 'h') {
+      if (g_rank == 0) usage(stdout);
+      return 1;
     }
+    arg = c == '?' ? argv[optind - 1] : optarg;
+    why = parse_flag(c, optarg, o, &cols_set, &baseline_set, &modes_set);
+  }
+  if (!why) why = check_args(o, cols_set, baseline_set, modes_set, &arg);
+  if (why) {
+    if (g_rank == 0)
+      fprintf(stderr, "gpucoll-bench: %s%s%s (gpucoll-bench -h lists the flags)\n", why, arg ? ": " : "",
+              arg ? arg : "");
     return 2;
   }
+  expand_lists(o);
   return 0;
 }
 
@@ -717,19 +796,45 @@ static size_t next_size(const options_t *o, size_t s) {
   return s + o->step_bytes;
 }
 
-static void alloc_pool(bench_t *b, size_t bytes, char **out) {
+/* The pools a column uses: MPI's are gpucoll's (host buffers); NCCL's modes have their own. */
+static int pool_of(int lib) { return IS_NCCL(lib) ? lib : LIB_GC; }
+
+static void alloc_gc_pool(bench_t *b, size_t bytes, char **out) {
   void *p = NULL;
   if (b->o.eager) GC_OK(b, gc_buffer_alloc(b->comm, bytes, b->on_gpu, &p));
   else GC_OK(b, gc_mem_alloc(b->comm, bytes, &p));
   *out = p;
 }
 
-static void free_pool(bench_t *b, char *p) {
-  if (!p) return;
-  if (b->o.eager) GC_OK(b, gc_buffer_free(b->comm, p));
-  else GC_OK(b, gc_mem_free(b->comm, p));
+static void free_gc_pool(bench_t *b, char **p) {
+  if (!*p) return;
+  if (b->o.eager) GC_OK(b, gc_buffer_free(b->comm, *p));
+  else GC_OK(b, gc_mem_free(b->comm, *p));
+  *p = NULL;
 }
 
+/* One NCCL pool of `bytes` for lib's mode, registered as the mode wants (collective for -R 2:
+ * every rank registers the same sizes in the same order, so set k's offset is k x stride, on a
+ * 4096-byte boundary, alike on every rank). */
+static void alloc_nccl_pool(bench_t *b, int lib, size_t bytes, char **pool, void **reg) {
+  char err[512];
+  void *p = NULL;
+  if (gcb_nccl_buffer_alloc(b->nccl, NCCL_MODE(lib), bytes, &p, err, sizeof err) ||
+      gcb_nccl_register(b->nccl, NCCL_MODE(lib), p, bytes, reg, err, sizeof err))
+    die("%s buffers: %s", lib_titles[lib], err);
+  *pool = p;
+}
+
+static void free_nccl_pool(bench_t *b, int lib, char **pool, void **reg) {
+  char err[512];
+  if (gcb_nccl_deregister(b->nccl, NCCL_MODE(lib), *reg, err, sizeof err) ||
+      gcb_nccl_buffer_free(b->nccl, NCCL_MODE(lib), *pool, err, sizeof err))
+    die("%s buffers: %s", lib_titles[lib], err);
+  *pool = NULL;
+  *reg = NULL;
+}
+
+/* Pools for every size of the combination in progress, for every active column. */
 static void setup_buffers(bench_t *b) {
   size_t send_max = SET_ALIGN, recv_max = SET_ALIGN, out_max = 0;
   for (size_t s = b->o.min_bytes; s <= b->o.max_bytes; s = next_size(&b->o, s)) {
@@ -742,11 +847,19 @@ static void setup_buffers(bench_t *b) {
     if (rp > recv_max) recv_max = rp;
     /* In-place reduce-scatter checks its slice of send; everything else checks recv. */
     if (re * b->elt > out_max) out_max = re * b->elt;
+    if (s == SIZE_MAX) break;
   }
-  alloc_pool(b, send_max, &b->send_pool);
-  alloc_pool(b, recv_max, &b->recv_pool);
+  b->send_pool_bytes = send_max;
+  b->recv_pool_bytes = recv_max;
+  alloc_gc_pool(b, send_max, &b->send_pools[LIB_GC]);
+  alloc_gc_pool(b, recv_max, &b->recv_pools[LIB_GC]);
+  for (int lib = LIB_NCCL0; lib < NUM_LIBS; lib++) {
+    if (!b->active[lib]) continue;
+    alloc_nccl_pool(b, lib, send_max, &b->send_pools[lib], &b->send_reg[lib]);
+    alloc_nccl_pool(b, lib, recv_max, &b->recv_pools[lib], &b->recv_reg[lib]);
+  }
   /* Of the pools' kind: the fused op wants all its pointers on the device or all on the host. */
-  if (b->o.coll == COLL_RMSNORM) alloc_pool(b, b->o.cols * b->elt, &b->gamma);
+  if (b->o.coll == COLL_RMSNORM) alloc_gc_pool(b, b->o.cols * b->elt, &b->gamma);
   if (b->o.check) {
     void *p;
     size_t host_bytes = out_max ? out_max : 1;
@@ -759,6 +872,21 @@ static void setup_buffers(bench_t *b) {
   }
 }
 
+/* Undoes setup_buffers, NCCL's registrations first (in the order every rank made them). */
+static void free_buffers(bench_t *b) {
+  for (int lib = LIB_NCCL0; lib < NUM_LIBS; lib++) {
+    if (b->send_pools[lib]) free_nccl_pool(b, lib, &b->send_pools[lib], &b->send_reg[lib]);
+    if (b->recv_pools[lib]) free_nccl_pool(b, lib, &b->recv_pools[lib], &b->recv_reg[lib]);
+  }
+  free_gc_pool(b, &b->send_pools[LIB_GC]);
+  free_gc_pool(b, &b->recv_pools[LIB_GC]);
+  free_gc_pool(b, &b->gamma);
+  if (b->host) GC_OK(b, gc_buffer_free(b->comm, b->host));
+  b->host = NULL;
+  free(b->poison);
+  b->poison = NULL;
+}
+
 static void poison(bench_t *b, char *dst, size_t bytes) {
   for (size_t off = 0; off < bytes; off += b->poison_bytes) {
     size_t n = bytes - off < b->poison_bytes ? bytes - off : b->poison_bytes;
@@ -766,10 +894,10 @@ static void poison(bench_t *b, char *dst, size_t bytes) {
   }
 }
 
-/* The pointers of set k for a placement. */
-static void set_ptrs(const bench_t *b, int k, int placement, const void **send, void **recv) {
-  char *s = b->send_pool + (size_t)k * b->send_stride;
-  char *r = b->recv_pool + (size_t)k * b->recv_stride;
+/* The pointers of set k for a column and placement. */
+static void set_ptrs(const bench_t *b, int lib, int k, int placement, const void **send, void **recv) {
+  char *s = b->send_pools[pool_of(lib)] + (size_t)k * b->send_stride;
+  char *r = b->recv_pools[pool_of(lib)] + (size_t)k * b->recv_stride;
   if (placement == OOP) {
     *send = s;
     *recv = r;
@@ -805,8 +933,68 @@ static gc_rmsnorm_fp8_t rms_norm(const bench_t *b, const void *residual, void *r
   return norm;
 }
 
+
 /* ---------------------------------------------------------------------------------------------
- * One call, as gc_time's callback.
+ * The MPI library's own collective, beside gpucoll on host buffers: what the MPI path costs.
+ * ------------------------------------------------------------------------------------------- */
+static const char *const mpi_names[GCB_NUM_COLLS] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
+                                                     "MPI_Allgather", "MPI_Bcast"};
+
+/* MPI's type and op for the combination in progress, or a reason there is none. */
+static const char *mpi_types(const options_t *o, MPI_Datatype *dt, MPI_Op *op) {
+  switch (o->dtype) {
+    case GC_FLOAT32: *dt = MPI_FLOAT; break;
+    case GC_FLOAT64: *dt = MPI_DOUBLE; break;
+    case GC_INT32: *dt = MPI_INT32_T; break;
+    case GC_INT64: *dt = MPI_INT64_T; break;
+    case GC_UINT8: *dt = MPI_UINT8_T; break;
+    default: return "MPI has no datatype for it";
+  }
+  switch (o->op) {
+    case GC_SUM: *op = MPI_SUM; break;
+    case GC_PROD: *op = MPI_PROD; break;
+    case GC_MIN: *op = MPI_MIN; break;
+    case GC_MAX: *op = MPI_MAX; break;
+    default: *op = MPI_OP_NULL; break;
+  }
+  if (*op == MPI_OP_NULL && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER))
+    return "MPI has no such op";
+  return NULL;
+}
+
+/* False where the MPI column has no form of the placement: MPI's in-place reduce-scatter leaves
+ * the result at the start of the buffer, not at this rank's slice. */
+static int mpi_has(const options_t *o, int placement) {
+  return !(placement == INPLACE && o->coll == GCB_REDUCESCATTER);
+}
+
+static gc_result_t run_mpi(bench_t *b, const void *send, void *recv, char *err, size_t errlen) {
+  const options_t *o = &b->o;
+  MPI_Datatype dt;
+  MPI_Op op;
+  if (mpi_types(o, &dt, &op)) return GC_ERR_UNSUPPORTED;
+  const int n = (int)b->param_count; /* sizes below 2^31 elements: checked when the column opens */
+  const void *in = send == recv ? MPI_IN_PLACE : send;
+  int e;
+  switch (o->coll) {
+    case GCB_ALLREDUCE: e = MPI_Allreduce(in, recv, n, dt, op, MPI_COMM_WORLD); break;
+    case GCB_REDUCESCATTER: e = MPI_Reduce_scatter_block(send, recv, n, dt, op, MPI_COMM_WORLD); break;
+    case GCB_ALLGATHER:
+      in = (const char *)recv + (size_t)b->rank * b->param_count * b->elt == send ? MPI_IN_PLACE : send;
+      e = MPI_Allgather(in, n, dt, recv, n, dt, MPI_COMM_WORLD);
+      break;
+    default: /* the root's send is copied into its recv first, then recv goes out */
+      if (b->rank == o->root && send != recv) memcpy(recv, send, b->param_count * b->elt);
+      e = MPI_Bcast(recv, n, dt, o->root, MPI_COMM_WORLD);
+      break;
+  }
+  if (e == MPI_SUCCESS) return GC_SUCCESS;
+  snprintf(err, errlen, "%s failed (MPI error %d)", mpi_names[o->coll], e);
+  return GC_ERR_MPI;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One call, and one timed iteration of -m calls.
  * ------------------------------------------------------------------------------------------- */
 typedef struct call {
   bench_t *b;
@@ -815,33 +1003,32 @@ typedef struct call {
   char err[512];
 } call_t;
 
-static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *stream, char *err,
-                           size_t errlen) {
-  const void *send;
-  void *recv;
-  set_ptrs(b, set, placement, &send, &recv);
+static gc_result_t run_nccl(bench_t *b, const void *send, void *recv, void *stream, char *err,
+                            size_t errlen) {
   const options_t *o = &b->o;
-  if (lib == LIB_NCCL && o->coll == COLL_RMSNORM) {
-    /* NCCL's all-reduce of the same input into sum, then (unless alone) the unfused kernels */
-    const rms_layout_t *l = &b->rms;
-    char *out = recv, *sum = out + l->sum_at;
-    if (gcb_nccl_run(b->nccl, GCB_ALLREDUCE, send, sum, l->count, o->dtype, GC_SUM, 0, stream,
-                     err, errlen))
-      return GC_ERR_REMOTE; /* NCCL's own error; the message is in err */
-    if (o->nccl_alone) return GC_SUCCESS;
-    gc_rmsnorm_fp8_t norm = rms_norm(b, (const char *)send + l->residual_at, out + l->residual_out_at);
-    if (gcb_unfused_norm(sum, norm.residual, norm.residual_out, norm.gamma, out + l->y_at, out,
-                         (float *)(out + l->scales_at), l->rows, o->cols, o->dtype, norm.epsilon,
-                         stream, err, errlen))
-      return GC_ERR_CUDA;
-    return GC_SUCCESS;
-  }
-  if (lib == LIB_NCCL) {
+  if (o->coll != COLL_RMSNORM) {
     if (gcb_nccl_run(b->nccl, (gcb_coll_t)o->coll, send, recv, b->param_count, o->dtype, o->op,
                      o->root, stream, err, errlen))
       return GC_ERR_REMOTE; /* NCCL's own error; the message is in err */
     return GC_SUCCESS;
   }
+  /* NCCL's all-reduce of the same input into sum, then (unless alone) the unfused kernels */
+  const rms_layout_t *l = &b->rms;
+  char *out = recv, *sum = out + l->sum_at;
+  if (gcb_nccl_run(b->nccl, GCB_ALLREDUCE, send, sum, l->count, o->dtype, GC_SUM, 0, stream, err, errlen))
+    return GC_ERR_REMOTE;
+  if (o->nccl_alone) return GC_SUCCESS;
+  gc_rmsnorm_fp8_t norm = rms_norm(b, (const char *)send + l->residual_at, out + l->residual_out_at);
+  if (gcb_unfused_norm(sum, norm.residual, norm.residual_out, norm.gamma, out + l->y_at, out,
+                       (float *)(out + l->scales_at), l->rows, o->cols, o->dtype, norm.epsilon,
+                       stream, err, errlen))
+    return GC_ERR_CUDA;
+  return GC_SUCCESS;
+}
+
+static gc_result_t run_gpucoll(bench_t *b, const void *send, void *recv, void *stream, char *err,
+                               size_t errlen) {
+  const options_t *o = &b->o;
   gc_options_t opts = GC_OPTIONS_INIT;
   opts.algo = o->algo;
   opts.max_blocks = o->max_blocks;
@@ -873,31 +1060,49 @@ static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *st
   return r;
 }
 
-static gc_result_t timed_call(void *arg, void *stream) {
+static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *stream, char *err,
+                           size_t errlen) {
+  const void *send;
+  void *recv;
+  set_ptrs(b, lib, set, placement, &send, &recv);
+  if (IS_NCCL(lib)) return run_nccl(b, send, recv, stream, err, errlen);
+  if (lib == LIB_MPI) return run_mpi(b, send, recv, err, errlen);
+  return run_gpucoll(b, send, recv, stream, err, errlen);
+}
+
+/* nccl-tests' iteration: -m calls (NCCL's in one group, but not rmsnorm's baseline, whose own
+ * kernels must follow NCCL's all-reduce), then with -z a wait for them. */
+static gc_result_t timed_iter(void *arg, void *stream) {
   call_t *c = arg;
   bench_t *b = c->b;
-  int set = c->next;
-  c->next = (c->next + 1) % b->nsets;
-  gc_result_t r = run_one(b, c->lib, c->placement, set, stream, c->err, sizeof c->err);
-  if (r == GC_SUCCESS && b->o.blocking) {
+  const int group = IS_NCCL(c->lib) && b->o.agg > 1 && b->o.coll != COLL_RMSNORM;
+  if (group && gcb_nccl_group_start(b->nccl, c->err, sizeof c->err)) return GC_ERR_REMOTE;
+  gc_result_t r = GC_SUCCESS;
+  for (int a = 0; a < b->o.agg && r == GC_SUCCESS; a++) {
+    int set = c->next;
+    c->next = (c->next + 1) % b->nsets;
+    r = run_one(b, c->lib, c->placement, set, stream, c->err, sizeof c->err);
+  }
+  if (group && gcb_nccl_group_end(b->nccl, r == GC_SUCCESS ? c->err : NULL, sizeof c->err) && r == GC_SUCCESS)
+    r = GC_ERR_REMOTE;
+  if (r == GC_SUCCESS && b->o.blocking && stream) {
     r = gc_synchronize(b->comm, stream);
     if (r != GC_SUCCESS)
       snprintf(c->err, sizeof c->err, "gc_synchronize: %s", failure(b->comm, r));
   }
   return r;
 }
-
 /* ---------------------------------------------------------------------------------------------
- * Check and time one (library, placement) at the current size.
+ * Check and time one (column, placement) at the current size.
  * ------------------------------------------------------------------------------------------- */
 static long long check_one(bench_t *b, int lib, int placement) {
   const options_t *o = &b->o;
   const size_t elt = b->elt;
   const uint64_t mine = rank_seed(b, b->rank);
-  char *s0 = b->send_pool, *r0 = b->recv_pool;
+  char *s0 = b->send_pools[pool_of(lib)], *r0 = b->recv_pools[pool_of(lib)];
   const void *send;
   void *recv;
-  set_ptrs(b, 0, placement, &send, &recv);
+  set_ptrs(b, lib, 0, placement, &send, &recv);
   size_t out_elems = b->recv_elems;
 
   /* Fresh input, poisoned output. */
@@ -934,7 +1139,7 @@ static long long check_one(bench_t *b, int lib, int placement) {
       snprintf(err, sizeof err, "gc_synchronize: %s", failure(b->comm, r));
   }
   if (r != GC_SUCCESS)
-    die("%s %s %zu bytes: %s", lib_names[lib], placement_names[placement], b->bytes, err);
+    die("%s %s %zu bytes: %s", lib_titles[lib], placement_names[placement], b->bytes, err);
   GC_OK(b, gc_memcpy(b->comm, b->host, recv, out_elems * elt));
 
   /* rmsnorm's NCCL column: its all-reduce is checked as one, then the unfused kernels' output. */
@@ -944,10 +1149,10 @@ static long long check_one(bench_t *b, int lib, int placement) {
                    .param = b->param_count, .b = b};
   for (int i = 0; i < b->nranks && i < 64; i++) c.seeds[i] = rank_seed(b, i);
   char what[128];
-  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[o->coll],
+  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_titles[lib], coll_names[o->coll],
            placement_names[placement], b->bytes);
   long long wrong = 0, total = 0;
-  const unsigned char *nccl_sum = rms && lib == LIB_NCCL ? b->host + b->rms.sum_at : NULL;
+  const unsigned char *nccl_sum = rms && IS_NCCL(lib) ? b->host + b->rms.sum_at : NULL;
   if (nccl_sum) wrong += compare(&c, nccl_sum, b->param_count, what);
   if (rms && (lib == LIB_GC || !o->nccl_alone)) {
     gc_rmsnorm_fp8_t norm = rms_norm(b, NULL, NULL);
@@ -966,6 +1171,7 @@ static long long check_one(bench_t *b, int lib, int placement) {
   return total;
 }
 
+
 static double bus_factor(int coll, int n) {
   switch (coll) {
     case GCB_ALLREDUCE: case COLL_RMSNORM: return 2.0 * (n - 1) / n;
@@ -974,28 +1180,45 @@ static double bus_factor(int coll, int n) {
   }
 }
 
+/* This rank's figure made one, as -a asks: rank 0's, the mean, the minimum or the maximum. */
+static double over_ranks(const bench_t *b, double v) {
+  double out = v;
+  switch (b->o.average) {
+    case AVG_RANK0: MPI_OK(MPI_Bcast(&out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD)); break;
+    case AVG_MIN: MPI_OK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD)); break;
+    case AVG_MAX: MPI_OK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD)); break;
+    default:
+      MPI_OK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+      out /= b->nranks;
+      break;
+  }
+  return out;
+}
+
 static result_t measure(bench_t *b, int lib, int placement, int warmup, int iters) {
   result_t res = {.wrong = -1};
   char what[128];
-  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_names[lib], coll_names[b->o.coll],
+  snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_titles[lib], coll_names[b->o.coll],
            placement_names[placement], b->bytes);
-  gcb_watchdog_arm(b->watchdog, what, lib == LIB_NCCL);
+  gcb_watchdog_arm(b->watchdog, what, IS_NCCL(lib));
   if (b->o.check) res.wrong = check_one(b, lib, placement);
   call_t c = {.b = b, .lib = lib, .placement = placement, .next = 0};
-  double us = 0;
-  gc_result_t r = gc_time(b->comm, timed_call, &c, b->stream, warmup, iters, b->o.graph, &us);
-  if (r != GC_SUCCESS)
-    die("timing %s %s %zu bytes: %s (%s)", lib_names[lib], placement_names[placement], b->bytes,
-        c.err[0] ? c.err : failure(b->comm, r), gc_strerror(r));
+  gcb_timing_t t = {0, 0};
+  char err[512];
+  if (gcb_time_calls(b->comm, MPI_COMM_WORLD, b->stream, timed_iter, &c, warmup, iters, b->o.graph, &t,
+                     err, sizeof err))
+    die("timing %s %s %zu bytes: %s%s%s", lib_titles[lib], placement_names[placement], b->bytes, err,
+        c.err[0] ? ": " : "", c.err);
   gcb_watchdog_disarm(b->watchdog);
-  res.us = us;
-  res.algbw = us > 0 ? (double)b->bytes / us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
+  /* A time per call: an iteration is -m calls. */
+  res.us = over_ranks(b, (b->o.cputime ? t.cpu_us : t.us) / b->o.agg);
+  res.algbw = res.us > 0 ? (double)b->bytes / res.us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
   res.busbw = res.algbw * bus_factor(b->o.coll, b->nranks);
   return res;
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Output.
+ * Output: nccl-tests' columns, a block per column of the bench and placement.
  * ------------------------------------------------------------------------------------------- */
 static void fmt_time(char *buf, size_t n, double us) {
   if (us >= 1e4) snprintf(buf, n, "%7.0f", us);
@@ -1003,7 +1226,7 @@ static void fmt_time(char *buf, size_t n, double us) {
   else snprintf(buf, n, "%7.2f", us);
 }
 
-/* False for a placement the collective has no form of (rmsnorm in place): printed as N/A. */
+/* False for a placement a column has no form of (rmsnorm in place): printed as N/A. */
 static int ran(const result_t *r) { return r->us >= 0; }
 
 static void fmt_wrong(char *buf, size_t n, long long w) {
@@ -1014,88 +1237,125 @@ static void fmt_wrong(char *buf, size_t n, long long w) {
 /* A group title centred over a block of columns `width` wide (its two leading spaces included). */
 static void print_centered(const char *title, int width) {
   int len = (int)strlen(title), left = (width - len) / 2;
-  printf("%*s%s%*s", left, "", title, width - len - left, "");
+  if (left < 0) left = 0;
+  printf("%*s%s%*s", left, "", title, width - len - left > 0 ? width - len - left : 0, "");
 }
 
-static void print_header(int with_nccl, int coll, int nccl_alone) {
+static int any_nccl(const bench_t *b) {
+  for (int lib = LIB_NCCL0; lib < NUM_LIBS; lib++)
+    if (b->active[lib]) return 1;
+  return 0;
+}
+
+static void print_header(const bench_t *b) {
+  char title[96];
+  if (b->active[LIB_MPI]) printf("# the MPI columns time %s on the same host buffers\n", mpi_names[b->o.coll]);
   printf("#%11s  %12s  %8s  %6s  %6s", "", "", "", "", "");
-  print_centered("out-of-place", 33);
-  print_centered("in-place", 33);
-  if (with_nccl) {
-    print_centered(coll != COLL_RMSNORM ? "nccl out-of-place"
-                   : nccl_alone         ? "nccl all-reduce alone (no norm)"
-                                        : "nccl all-reduce + norm + quant", 34);
-    print_centered("nccl in-place", 34);
+  for (int lib = 0; lib < NUM_LIBS; lib++) {
+    if (!b->active[lib]) continue;
+    for (int p = 0; p < NUM_PLACEMENTS; p++) {
+      snprintf(title, sizeof title, "%s %s", lib_titles[lib], placement_names[p]);
+      print_centered(title, 33);
+    }
   }
+  if (any_nccl(b)) print_centered("vs best nccl", 18);
   printf("\n#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
-  if (with_nccl)
-    for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %7s", "time", "busbw", "#wrong", "speedup");
+  for (int lib = 0; lib < NUM_LIBS; lib++)
+    for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++)
+      printf("  %7s  %6s  %6s  %6s", b->o.cputime ? "cputime" : "time", "algbw", "busbw", "#wrong");
+  if (any_nccl(b)) printf("  %7s  %7s", "oop", "inplace");
   printf("\n#%11s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
-  for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
-  if (with_nccl)
-    for (int p = 0; p < NUM_PLACEMENTS; p++) printf("  %7s  %6s  %6s  %7s", "(us)", "(GB/s)", "", "(x)");
+  for (int lib = 0; lib < NUM_LIBS; lib++)
+    for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++)
+      printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+  if (any_nccl(b)) printf("  %7s  %7s", "(x)", "(x)");
   printf("\n");
+  fflush(stdout);
 }
 
-static void print_row(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int with_nccl) {
+/* The fastest NCCL mode's time at a placement (0: none ran). */
+static double best_nccl(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int p) {
+  double best = 0;
+  for (int lib = LIB_NCCL0; lib < NUM_LIBS; lib++)
+    if (b->active[lib] && ran(&res[lib][p]) && res[lib][p].us > 0 && (best == 0 || res[lib][p].us < best))
+      best = res[lib][p].us;
+  return best;
+}
+
+/* gpucoll's speed-up over the fastest NCCL mode (0: not measured). */
+static double speedup(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int p) {
+  double best = best_nccl(b, res, p);
+  return best > 0 && ran(&res[LIB_GC][p]) && res[LIB_GC][p].us > 0 ? best / res[LIB_GC][p].us : 0;
+}
+
+static void print_row(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS]) {
   const options_t *o = &b->o;
   char t[32], w[32];
-  int reducing = o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER || o->coll == COLL_RMSNORM;
   printf("%12zu  %12zu  %8s  %6s  %6d", b->bytes, b->param_count, gc_dtype_name(o->dtype),
-         reducing ? gc_op_name(o->op) : "none", o->coll == GCB_BROADCAST ? o->root : -1);
-  for (int p = 0; p < NUM_PLACEMENTS; p++) {
-    const result_t *r = &res[LIB_GC][p];
-    if (!ran(r)) {
-      printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
-      continue;
-    }
-    fmt_time(t, sizeof t, r->us);
-    fmt_wrong(w, sizeof w, r->wrong);
-    printf("  %7s  %6.2f  %6.2f  %6s", t, r->algbw, r->busbw, w);
-  }
-  if (with_nccl) {
-    for (int p = 0; p < NUM_PLACEMENTS; p++) {
-      const result_t *r = &res[LIB_NCCL][p];
-      if (!ran(r) || !ran(&res[LIB_GC][p])) {
-        printf("  %7s  %6s  %6s  %7s", "N/A", "N/A", "N/A", "N/A");
+         is_reduction(o->coll) ? gc_op_name(o->op) : "none", o->coll == GCB_BROADCAST ? o->root : -1);
+  for (int lib = 0; lib < NUM_LIBS; lib++) {
+    for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++) {
+      const result_t *r = &res[lib][p];
+      if (!ran(r)) {
+        printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
         continue;
       }
       fmt_time(t, sizeof t, r->us);
       fmt_wrong(w, sizeof w, r->wrong);
-      double ratio = res[LIB_GC][p].us > 0 ? r->us / res[LIB_GC][p].us : 0;
-      printf("  %7s  %6.2f  %6s  %6.2fx", t, r->busbw, w, ratio);
+      printf("  %7s  %6.2f  %6.2f  %6s", t, r->algbw, r->busbw, w);
     }
+  }
+  for (int p = 0; any_nccl(b) && p < NUM_PLACEMENTS; p++) {
+    double x = speedup(b, res, p);
+    if (x > 0) printf("  %6.2fx", x);
+    else printf("  %7s", "N/A");
   }
   printf("\n");
   fflush(stdout);
 }
 
-static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int with_nccl, int warmup,
-                     int iters) {
+/* The one CSV schema of gpucoll-bench, the Lua sweep and scripts/torch_compare.py
+ * (scripts/plot_bench.py reads it and checks the header). */
+#define CSV_HEADER                                                                              \
+  "coll,lib,mode,placement,bytes,count,dtype,op,root,nranks,device,buffers,graph,iters,warmup," \
+  "time_us,algbw_GBps,busbw_GBps,wrong,speedup,version"
+
+/* The mode column: gpucoll's algorithm, NCCL's -R mode, the MPI function. */
+static const char *csv_mode(const bench_t *b, int lib) {
+  if (lib == LIB_GC) return gc_algo_name(b->o.algo);
+  if (lib == LIB_MPI) return mpi_names[b->o.coll];
+  return nccl_mode_names[NCCL_MODE(lib)];
+}
+
+static const char *csv_buffers(const bench_t *b, int lib) {
+  if (!b->on_gpu) return "host";
+  if (lib == LIB_GC) return b->o.eager ? "gc_buffer_alloc" : "gc_mem_alloc";
+  return NCCL_MODE(lib) == GCB_NCCL_PLAIN ? "cudaMalloc" : "ncclMemAlloc";
+}
+
+static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int warmup, int iters) {
   if (!b->csv) return;
   const options_t *o = &b->o;
-  for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++) {
-    for (int p = 0; p < NUM_PLACEMENTS; p++) {
+  for (int lib = 0; lib < NUM_LIBS; lib++) {
+    for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++) {
       const result_t *r = &res[lib][p];
       if (!ran(r)) continue;
-      char speedup[32] = "", wrong[32] = "";
-      if (with_nccl && res[LIB_GC][p].us > 0)
-        snprintf(speedup, sizeof speedup, "%.4f", res[LIB_NCCL][p].us / res[LIB_GC][p].us);
+      char x[32] = "", wrong[32] = "";
+      if (lib == LIB_GC && speedup(b, res, p) > 0) snprintf(x, sizeof x, "%.4f", speedup(b, res, p));
       if (r->wrong >= 0) snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-      const char *algo = lib == LIB_GC ? gc_algo_name(o->algo)
-                         : o->coll == COLL_RMSNORM && !o->nccl_alone ? "nccl_unfused" : "nccl";
-      fprintf(b->csv, "%s,%s,%s,%zu,%zu,%s,%s,%d,%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%s,%s\n",
-              coll_names[o->coll], lib_names[lib], p == OOP ? "oop" : "inplace", b->bytes,
-              b->param_count, gc_dtype_name(o->dtype), gc_op_name(o->op),
-              o->coll == GCB_BROADCAST ? o->root : -1, algo,
-              b->nranks, o->graph, iters, warmup, b->nsets, o->eager ? 0 : 1, r->us, r->algbw,
-              r->busbw, wrong, speedup);
+      const char *name = IS_NCCL(lib) && o->coll == COLL_RMSNORM && !o->nccl_alone ? "nccl+unfused"
+                                                                                : lib_names[lib];
+      const char *version = lib == LIB_GC ? gc_get_version() : lib == LIB_MPI ? b->mpi_version
+                                                                            : gcb_nccl_version(b->nccl);
+      fprintf(b->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%d,%d,%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%s,%s,%s\n",
+              coll_names[o->coll], name, csv_mode(b, lib), p == OOP ? "oop" : "inplace", b->bytes,
+              b->param_count, gc_dtype_name(o->dtype), is_reduction(o->coll) ? gc_op_name(o->op) : "none",
+              o->coll == GCB_BROADCAST ? o->root : -1, b->nranks, b->device_name, csv_buffers(b, lib),
+              o->graph, iters * o->agg, warmup, r->us, r->algbw, r->busbw, wrong, x, version);
     }
   }
   fflush(b->csv);
 }
-
 /* ---------------------------------------------------------------------------------------------
  * main
  * ------------------------------------------------------------------------------------------- */
@@ -1124,14 +1384,15 @@ static void print_devices(bench_t *b) {
   }
 }
 
+/* Notes and progress go to stderr, rank 0 only; stdout carries the header and the rows. */
 static void note(const bench_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(const bench_t *b, const char *fmt, ...) {
   if (b->rank != 0) return;
   va_list ap;
   va_start(ap, fmt);
-  printf("# note: ");
-  vprintf(fmt, ap);
-  printf("\n");
+  fprintf(stderr, "gpucoll-bench: note: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
   va_end(ap);
 }
 
@@ -1158,7 +1419,324 @@ static void tune(bench_t *b) {
   if (f) fclose(f);
 }
 
+
+/* --vs nccl: NCCL opened (collective; every rank learns alike) and the -R modes it has. A missing
+ * NCCL or mode is one line, and the run goes on without it. */
+static void open_nccl(bench_t *b, int device) {
+  const options_t *o = &b->o;
+  char err[512];
+  if (!o->vs_nccl) return;
+  if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) != 0) {
+    note(b, "NCCL not measured: %s", err); /* every rank failed alike; rank 0's reason */
+    b->nccl = NULL;
+    return;
+  }
+  if (b->rank == 0)
+    printf("# NCCL %s (runtime version), NCCL_NVLS_ENABLE=0 (no NVLink multicast), same stream\n",
+           gcb_nccl_version(b->nccl));
+  for (int m = 0; m < GCB_NCCL_NUM_MODES; m++) {
+    if (!(o->nccl_modes & (1 << m))) continue;
+    b->nccl_ok[m] = gcb_nccl_mode_available(b->nccl, (gcb_nccl_mode_t)m, err, sizeof err) == 0;
+    if (!b->nccl_ok[m]) note(b, "%s; its column is left out", err);
+  }
+  if (b->nccl_ok[GCB_NCCL_SYMMETRIC] && gcb_nccl_version_code(b->nccl) < GCB_NCCL_SYMMETRIC_GOOD)
+    note(b, "warning: NCCL %s is older than 2.28.7, whose symmetric kernels fix a small-message "
+            "defect: -R 2 figures may be NCCL's worst, not its best", gcb_nccl_version(b->nccl));
+  if (b->rank == 0 && o->coll == COLL_RMSNORM && o->nccl_alone)
+    printf("# the nccl columns time NCCL's all-reduce (sum) of the same input ALONE, without the norm "
+           "and the quantization (NCCL has no fused op)\n");
+  else if (b->rank == 0 && o->coll == COLL_RMSNORM)
+    printf("# the nccl columns time the unfused baseline: NCCL's all-reduce (sum) of the same input, "
+           "then an RMSNorm kernel and a per-row FP8 quantization kernel (bench/unfused_norm.cu)\n");
+}
+
+/* The columns of the combination (dtype, op) in progress; a column left out says why, once. */
+static void choose_columns(bench_t *b) {
+  const options_t *o = &b->o;
+  char err[512];
+  memset(b->active, 0, sizeof b->active);
+  b->active[LIB_GC] = 1;
+  if (!b->on_gpu && o->coll != COLL_RMSNORM) {
+    MPI_Datatype dt;
+    MPI_Op op;
+    const char *why = mpi_types(o, &dt, &op);
+    if (!why && o->max_bytes / b->elt > (size_t)INT32_MAX) why = "counts past 2^31 elements";
+    b->active[LIB_MPI] = why == NULL;
+    if (why) note(b, "no %s column for %s %s: %s", mpi_names[o->coll], gc_dtype_name(o->dtype),
+                  gc_op_name(o->op), why);
+  }
+  const gcb_coll_t nc = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
+  const gc_op_t nop = o->coll == COLL_RMSNORM ? GC_SUM : o->op;
+  for (int m = 0; b->nccl && m < GCB_NCCL_NUM_MODES; m++) {
+    if (!b->nccl_ok[m]) continue;
+    b->active[LIB_NCCL0 + m] = gcb_nccl_supports(b->nccl, nc, o->dtype, nop, err, sizeof err) == 0;
+    if (!b->active[LIB_NCCL0 + m]) {
+      note(b, "no nccl columns for %s %s: %s", gc_dtype_name(o->dtype), gc_op_name(nop), err);
+      break; /* the same reason for every mode */
+    }
+  }
+}
+
+typedef struct totals {
+  long long wrong;
+  double bw_sum[NUM_LIBS], log_speedup[NUM_PLACEMENTS];
+  int bw_count[NUM_LIBS], speedup_count[NUM_PLACEMENTS];
+  long long steps_done, steps; /* steps 0: -N 0, no end */
+  double t0;
+} totals_t;
+
+/* A progress line on stderr with the time left; over the line before only on a terminal. */
+static void progress(const bench_t *b, const totals_t *t, size_t bytes) {
+  if (b->rank != 0) return;
+  const double el = MPI_Wtime() - t->t0;
+  const int tty = isatty(STDERR_FILENO);
+  if (t->steps > 0) {
+    const double left = el / (double)t->steps_done * (double)(t->steps - t->steps_done);
+    fprintf(stderr, "%sgpucoll-bench: %lld/%lld sizes (%zu B done), %.0f s elapsed, ~%.0f s left%s",
+            tty ? "\r\033[K" : "", t->steps_done, t->steps, bytes, el, left,
+            tty && t->steps_done < t->steps ? "" : "\n");
+  } else {
+    fprintf(stderr, "%sgpucoll-bench: %lld sizes (%zu B done), %.0f s elapsed (-N 0: until stopped)%s",
+            tty ? "\r\033[K" : "", t->steps_done, bytes, el, tty ? "" : "\n");
+  }
+  fflush(stderr);
+}
+
+/* The size in progress: counts, layout, rotation and seed. */
+static void set_size(bench_t *b, size_t s) {
+  const options_t *o = &b->o;
+  b->bytes = (o->coll == GCB_ALLREDUCE || o->coll == GCB_BROADCAST || o->coll == COLL_RMSNORM
+                  ? b->param_count
+                  : b->param_count * b->nranks) *
+             b->elt;
+  if (o->coll == COLL_RMSNORM) b->rms = rms_layout(o, s, b->elt);
+  b->nsets = sets_for(b, b->send_elems * b->elt, b->recv_elems * b->elt);
+  b->send_stride = round_up(b->send_elems * b->elt, SET_ALIGN);
+  b->recv_stride = round_up(b->recv_elems * b->elt, SET_ALIGN);
+  b->size_seed = gc__mix64(o->seed ^ (uint64_t)s * 0xD1342543DE82EF95ull ^ (uint64_t)o->dtype << 56 ^
+                           (uint64_t)o->op << 48);
+}
+
+/* Iterations at the size in progress: fewer above ITER_SCALE_BYTES (a 1 GB all-reduce takes
+ * ~4.5 ms on NVLink); at least one pass over every rotating set so timed calls miss L2. */
+static void size_iters(const bench_t *b, int *iters, int *warmup) {
+  const options_t *o = &b->o;
+  *iters = o->iters;
+  *warmup = o->warmup;
+  if (b->bytes > ITER_SCALE_BYTES) {
+    double f = (double)ITER_SCALE_BYTES / (double)b->bytes;
+    int mi = o->iters < 5 ? o->iters : 5, mw = o->warmup < 1 ? o->warmup : 1;
+    *iters = (int)ceil(o->iters * f);
+    *warmup = (int)ceil(o->warmup * f);
+    if (*iters < mi) *iters = mi;
+    if (*warmup < mw) *warmup = mw;
+  }
+  const int per_pass = (b->nsets + o->agg - 1) / o->agg;
+  if (*iters < per_pass) *iters = per_pass;
+}
+
+/* Realistic data in every set of every column's pools for the timed calls (the check refills
+ * set 0). */
+static void fill_sets(bench_t *b) {
+  const options_t *o = &b->o;
+  const uint64_t mine = rank_seed(b, b->rank);
+  for (int lib = 0; lib < NUM_LIBS; lib++) {
+    if (!b->active[lib] || pool_of(lib) != lib) continue;
+    GC_OK(b, gc_fill_random(b->comm, b->send_pools[lib], b->nsets * b->send_stride / b->elt, o->dtype, mine));
+    GC_OK(b, gc_fill_random(b->comm, b->recv_pools[lib], b->nsets * b->recv_stride / b->elt, o->dtype, mine));
+  }
+  if (o->coll == COLL_RMSNORM) GC_OK(b, gc_fill_random(b->comm, b->gamma, o->cols, o->dtype, gamma_seed(b)));
+}
+
+static void add_totals(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], totals_t *t) {
+  for (int lib = 0; lib < NUM_LIBS; lib++) {
+    for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++) {
+      if (res[lib][p].wrong > 0) t->wrong += res[lib][p].wrong;
+      if (!ran(&res[lib][p])) continue;
+      t->bw_sum[lib] += res[lib][p].busbw;
+      t->bw_count[lib]++;
+    }
+  }
+  for (int p = 0; p < NUM_PLACEMENTS; p++) {
+    double x = speedup(b, res, p);
+    if (x > 0) {
+      t->log_speedup[p] += log(x);
+      t->speedup_count[p]++;
+    }
+  }
+}
+
+/* Every size of the combination (dtype, op) in progress, each row printed as it is measured. */
+static void run_combination(bench_t *b, totals_t *t) {
+  const options_t *o = &b->o;
+  b->elt = gc_dtype_size(o->dtype);
+  choose_columns(b);
+  setup_buffers(b);
+  if (b->rank == 0) print_header(b);
+  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
+    size_counts(o, s, b->elt, b->nranks, &b->param_count, &b->send_elems, &b->recv_elems);
+    t->steps_done++;
+    if (b->param_count == 0) {
+      note(b, "%zu bytes skipped: fewer than one %s per rank", s, gc_dtype_name(o->dtype));
+      if (s == SIZE_MAX) break;
+      continue;
+    }
+    set_size(b, s);
+    int iters, warmup;
+    size_iters(b, &iters, &warmup);
+    fill_sets(b);
+    /* rmsnorm has no in-place form, MPI's reduce-scatter none that matches: N/A. */
+    const result_t not_run = {.us = -1, .wrong = -1};
+    result_t res[NUM_LIBS][NUM_PLACEMENTS];
+    for (int lib = 0; lib < NUM_LIBS; lib++)
+      for (int p = 0; p < NUM_PLACEMENTS; p++)
+        res[lib][p] = !b->active[lib] || (p == INPLACE && o->coll == COLL_RMSNORM) ||
+                              (lib == LIB_MPI && !mpi_has(o, p))
+                          ? not_run
+                          : measure(b, lib, p, warmup, iters);
+    if (b->rank == 0) {
+      print_row(b, res);
+      csv_rows(b, res, warmup, iters);
+    }
+    add_totals(b, res, t);
+    progress(b, t, s);
+    if (s == SIZE_MAX) break;
+  }
+  free_buffers(b);
+}
+
+static void print_summary(const bench_t *b, const totals_t *t) {
+  if (b->rank != 0) return;
+  if (b->o.check) printf("# Out of bounds values : %lld %s\n", t->wrong, t->wrong ? "FAILED" : "OK");
+  printf("# Avg bus bandwidth    : %g\n", t->bw_count[LIB_GC] ? t->bw_sum[LIB_GC] / t->bw_count[LIB_GC] : 0.0);
+  for (int lib = LIB_MPI; lib < NUM_LIBS; lib++)
+    if (t->bw_count[lib])
+      printf("# Avg bus bandwidth (%s) : %g\n", lib == LIB_MPI ? mpi_names[b->o.coll] : lib_titles[lib],
+             t->bw_sum[lib] / t->bw_count[lib]);
+  if (t->speedup_count[OOP] || t->speedup_count[INPLACE]) {
+    /* Per placement: at one rank an in-place call moves nothing in either library, and its
+       ratio of two empty calls would blur the out-of-place figure. */
+    printf("# Geometric mean speed-up vs the fastest NCCL mode (its time / gpucoll's) :");
+    for (int p = 0; p < NUM_PLACEMENTS; p++)
+      if (t->speedup_count[p]) printf(" %s %.3fx", placement_names[p], exp(t->log_speedup[p] / t->speedup_count[p]));
+    printf("\n");
+  }
+  printf("#\n");
+  fflush(stdout);
+}
+
+/* Rank 0's GPU model (or "host") and the MPI library's name, for the header and the CSV. */
+static void describe(bench_t *b, int device) {
+  snprintf(b->device_name, sizeof b->device_name, "host");
+  struct cudaDeviceProp prop;
+  if (b->on_gpu && device >= 0 && cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+    snprintf(b->device_name, sizeof b->device_name, "%.63s", prop.name);
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_OK(MPI_Get_library_version(lib, &len));
+  lib[strcspn(lib, ",\n")] = '\0'; /* "Open MPI v4.1.6": one CSV field */
+  snprintf(b->mpi_version, sizeof b->mpi_version, "%.63s", lib);
+}
+
+static void print_settings(const bench_t *b) {
+  const options_t *o = &b->o;
+  if (b->rank != 0) return;
+  static const char *const avg_names[] = {"rank 0", "mean over ranks", "min over ranks", "max over ranks"};
+  printf("# gpucoll-bench %s: %s, %d ranks, %s, %s\n", gc_get_version(), coll_names[o->coll], b->nranks,
+         b->device_name, b->mpi_version);
+  printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d "
+         "agg iters: %d validation: %d graph: %d blocking: %d cycles: %d\n",
+         o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : (double)o->step_bytes,
+         o->step_factor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->agg, o->check, o->graph,
+         o->blocking, o->cycles);
+  printf("# time: %s, %s; algo %s maxblocks %d; buffers %s; seed %llu\n",
+         o->cputime ? "host time to enqueue (-C 1)" : b->on_gpu ? "GPU time" : "wall time", avg_names[o->average],
+         gc_algo_name(o->algo), o->max_blocks,
+         !b->on_gpu ? "host memory (the MPI path), beside the MPI library's own collective"
+         : o->eager ? "gc_buffer_alloc (copy-in)"
+                    : "gc_mem_alloc (symmetric, zero-copy)",
+         (unsigned long long)o->seed);
+  if (o->coll == COLL_RMSNORM)
+    printf("# rmsnorm: rows of %zu cols (rows = max(1, size / (cols x dtype bytes))), gamma random, "
+           "epsilon 1e-6, %s, out fp8_e4m3, no in-place form; #wrong counts fp8 elements%s "
+           "row scales\n",
+           o->cols, o->residual ? "random residual into residual_out" : "no residual",
+           o->residual ? ", residual_out elements and" : " and");
+}
+
+#ifdef _OPENMP
+/* The ranks of a node check at the same time: share its cores, unless told otherwise. The split
+ * is collective, so every rank makes it whatever its own environment says. */
+static void share_cores(void) {
+  int local = 1;
+  MPI_Comm node;
+  MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_OK(MPI_Comm_size(node, &local));
+  MPI_OK(MPI_Comm_free(&node));
+  int t = omp_get_num_procs() / local;
+  if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(t > 0 ? t : 1);
+}
+#endif
+
+static long long count_sizes(const options_t *o) {
+  long long n = 0;
+  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
+    n++;
+    if (s == SIZE_MAX) break;
+  }
+  return n;
+}
+
+/* Communicator, stream, seed, CSV and NCCL: everything before the first size. */
+static void start(bench_t *b) {
+  options_t *o = &b->o;
+  gc_config_t cfg = GC_CONFIG_INIT;
+  if (o->host) cfg.use_gpu = 0;
+  gc_result_t r = gc_comm_init(&b->comm, MPI_COMM_WORLD, &cfg);
+  if (r != GC_SUCCESS) die("gc_comm_init: %s", failure(NULL, r));
+  int device = -1;
+  GC_OK(b, gc_comm_device(b->comm, &device));
+  b->on_gpu = device >= 0;
+  /* Rotation, graphs and NCCL need a GPU on every rank; treat a mixed job as host-only for them. */
+  MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &b->on_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (b->on_gpu) GC_OK(b, gc_comm_stream(b->comm, &b->stream));
+  describe(b, device);
+  if (!o->seed_set) {
+    o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+    MPI_OK(MPI_Bcast(&o->seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+  }
+  if (b->rank == 0 && o->csv) {
+    b->csv = fopen(o->csv, "w");
+    if (!b->csv) die("cannot write %s", o->csv);
+    fprintf(b->csv, CSV_HEADER "\n");
+  }
+#ifdef _OPENMP
+  share_cores();
+#endif
+  print_settings(b);
+  print_devices(b);
+  if (o->graph && !b->on_gpu) {
+    note(b, "-G %d needs a GPU on every rank; host buffers are timed with the wall clock instead", o->graph);
+    o->graph = 0;
+  }
+  if (b->on_gpu)
+    note(b, "buffers smaller than %llu MB rotate over sets (at most %d) until a call has touched %llu MB "
+            "since its set's last use, in place too; iterations shrink above %llu MB",
+         ROTATE_BYTES >> 20, MAX_SETS, ROTATE_BYTES >> 20, ITER_SCALE_BYTES >> 20);
+  open_nccl(b, b->on_gpu ? device : -1);
+  if (o->timeout_s > 0 || b->nccl) {
+    char err[256];
+    b->watchdog = gcb_watchdog_start(b->rank, o->timeout_s, b->nccl, err, sizeof err);
+    if (!b->watchdog) die("%s", err);
+    if (o->timeout_s > 0) note(b, "-T %g: one size of one column and placement may take that many seconds", o->timeout_s);
+  }
+  if (o->autotune_file || o->tune_file) tune(b);
+  if (b->rank == 0) printf("#\n");
+}
+
 int main(int argc, char **argv) {
+  /* Rows appear as they are measured, also through mpirun's pipes. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   /* Other threads (OpenMP's, the watchdog) make no MPI calls. */
   int thread_level = MPI_THREAD_SINGLE;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &thread_level) != MPI_SUCCESS) {
@@ -1170,228 +1748,36 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &b->rank));
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &b->nranks));
   g_rank = b->rank;
+  /* Usage errors: one line on rank 0, exit status 1 on every rank, no abort. */
   int pa = parse_args(argc, argv, &b->o);
+  if (!pa && b->o.root >= b->nranks) {
+    if (b->rank == 0) fprintf(stderr, "gpucoll-bench: -r %d is not a rank (0..%d)\n", b->o.root, b->nranks - 1);
+    pa = 2;
+  }
   if (pa) {
     MPI_Finalize();
-    return pa == 1 ? 0 : 2;
+    return pa == 1 ? 0 : 1;
   }
+  start(b);
   options_t *o = &b->o;
-  if (o->root >= b->nranks) {
-    if (b->rank == 0) fprintf(stderr, "gpucoll-bench: -r %d is not a rank (0..%d)\n", o->root, b->nranks - 1);
-    MPI_Finalize();
-    return 2;
-  }
-  b->elt = gc_dtype_size(o->dtype);
-
-  gc_config_t cfg = GC_CONFIG_INIT;
-  if (o->host) cfg.use_gpu = 0;
-  gc_result_t r = gc_comm_init(&b->comm, MPI_COMM_WORLD, &cfg);
-  if (r != GC_SUCCESS) die("gc_comm_init: %s", failure(NULL, r));
-  int device = -1;
-  GC_OK(b, gc_comm_device(b->comm, &device));
-  b->on_gpu = device >= 0;
-  /* Rotation, graphs and NCCL need a GPU on every rank; treat a mixed job as host-only for them. */
-  MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &b->on_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (device >= 0) GC_OK(b, gc_comm_stream(b->comm, &b->stream));
-
-  if (!o->seed_set) {
-    o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-    MPI_OK(MPI_Bcast(&o->seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
-  }
-  if (b->rank == 0 && o->csv) {
-    b->csv = fopen(o->csv, "w");
-    if (!b->csv) die("cannot write %s", o->csv);
-    fprintf(b->csv, "coll,lib,placement,bytes,count,dtype,op,root,algo,nranks,graph,iters,warmup,"
-                    "sets,symmetric,time_us,algbw_GBps,busbw_GBps,wrong,speedup\n");
-  }
-#ifdef _OPENMP
-  /* The ranks of a node check at the same time: share its cores, unless told otherwise. The
-   * split is collective, so every rank makes it whatever its own environment says. */
-  {
-    int local = 1;
-    MPI_Comm node;
-    MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_OK(MPI_Comm_size(node, &local));
-    MPI_OK(MPI_Comm_free(&node));
-    int t = omp_get_num_procs() / local;
-    if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(t > 0 ? t : 1);
-  }
-#endif
-
-  if (b->rank == 0) {
-    printf("# gpucoll-bench %s: %s, %d ranks\n", gc_get_version(), coll_names[o->coll], b->nranks);
-    printf("# minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d validation: %d "
-           "graph: %d blocking: %d\n",
-           o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : (double)o->step_bytes,
-           o->step_factor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check, o->graph,
-           o->blocking);
-    printf("# dtype %s op %s algo %s maxblocks %d buffers %s seed %llu\n", gc_dtype_name(o->dtype),
-           gc_op_name(o->op), gc_algo_name(o->algo), o->max_blocks,
-           o->eager ? "gc_buffer_alloc (copy-in)" : "gc_mem_alloc (symmetric, zero-copy)",
-           (unsigned long long)o->seed);
-    if (o->coll == COLL_RMSNORM)
-      printf("# rmsnorm: rows of %zu cols (rows = max(1, size / (cols x %zu B))), gamma random, "
-             "epsilon 1e-6, %s, out fp8_e4m3, no in-place form; #wrong counts fp8 elements%s "
-             "row scales\n",
-             o->cols, b->elt, o->residual ? "random residual into residual_out" : "no residual",
-             o->residual ? ", residual_out elements and" : " and");
-  }
-  print_devices(b);
-  if (o->graph && !b->on_gpu) {
-    note(b, "-G 1 needs a GPU on every rank; host buffers are timed with the wall clock instead");
-    o->graph = 0;
-  }
-  if (o->graph && o->blocking) {
-    note(b, "-z 1 synchronizes inside the loop, which a graph cannot capture; timing with events");
-    o->graph = 0;
-  }
-  if (b->on_gpu) {
-    note(b, "buffers smaller than %llu MB rotate over sets (at most %d) until a call has touched %llu MB "
-            "since its set's last use, in place too; iterations shrink above %llu MB",
-         ROTATE_BYTES >> 20, MAX_SETS, ROTATE_BYTES >> 20, ITER_SCALE_BYTES >> 20);
-  }
-
-  int with_nccl = 0;
-  if (o->vs_nccl) {
-    if (!b->on_gpu) {
-      note(b, "NCCL skipped: it needs a GPU on every rank (host buffers here)");
-    } else {
-      char err[512];
-      /* rmsnorm's baseline is NCCL's all-reduce (sum) */
-      const gcb_coll_t nc = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
-      if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) != 0) {
-        /* Every rank failed alike (gcb_nccl_open agrees); rank 0's reason is printed. */
-        note(b, "NCCL skipped: %s", err);
-      } else if (gcb_nccl_supports(b->nccl, nc, o->dtype, o->op, err, sizeof err) != 0) {
-        note(b, "NCCL skipped: %s", err); /* the same version everywhere: every rank alike */
-        gcb_nccl_close(b->nccl);
-        b->nccl = NULL;
-      } else {
-        with_nccl = 1;
-        if (b->rank == 0 && o->coll == COLL_RMSNORM && o->nccl_alone)
-          printf("# NCCL %s, same stream: the nccl columns time NCCL's all-reduce (sum) of the same "
-                 "input ALONE, without the norm and the quantization (NCCL has no fused op)\n",
-                 gcb_nccl_version(b->nccl));
-        else if (b->rank == 0 && o->coll == COLL_RMSNORM)
-          printf("# NCCL %s, same stream: the nccl columns time the unfused baseline: NCCL's "
-                 "all-reduce (sum) of the same input, then an RMSNorm kernel (residual add, y in "
-                 "%s) and a per-row FP8 quantization kernel (bench/unfused_norm.cu)\n",
-                 gcb_nccl_version(b->nccl), gc_dtype_name(o->dtype));
-        else if (b->rank == 0)
-          printf("# NCCL %s, same buffers, same stream\n", gcb_nccl_version(b->nccl));
+  totals_t t;
+  memset(&t, 0, sizeof t);
+  t.steps = o->cycles ? (long long)o->cycles * o->ndtypes * o->nops * count_sizes(o) : 0;
+  t.t0 = MPI_Wtime();
+  for (int cycle = 0; o->cycles == 0 || cycle < o->cycles; cycle++) {
+    for (int d = 0; d < o->ndtypes; d++) {
+      for (int p = 0; p < o->nops; p++) {
+        o->dtype = o->dtypes[d];
+        o->op = o->ops[p];
+        run_combination(b, &t);
       }
     }
   }
-  if (o->timeout_s > 0 || with_nccl) {
-    char err[256];
-    b->watchdog = gcb_watchdog_start(b->rank, o->timeout_s, b->nccl, err, sizeof err);
-    if (!b->watchdog) die("%s", err);
-    if (o->timeout_s > 0) note(b, "-T %g: one size of one library and placement may take that many seconds", o->timeout_s);
-  }
-  if (o->autotune_file || o->tune_file) tune(b);
-  if (b->rank == 0) printf("#\n");
-
-  setup_buffers(b);
-  if (b->rank == 0) print_header(with_nccl, o->coll, o->nccl_alone);
-
-  long long wrong_total = 0;
-  double bw_sum[NUM_LIBS] = {0, 0}, log_speedup[NUM_PLACEMENTS] = {0, 0};
-  int bw_count = 0, speedup_count[NUM_PLACEMENTS] = {0, 0};
-  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
-    size_counts(o, s, b->elt, b->nranks, &b->param_count, &b->send_elems, &b->recv_elems);
-    if (b->param_count == 0) {
-      note(b, "%zu bytes skipped: fewer than one %s per rank", s, gc_dtype_name(o->dtype));
-      continue;
-    }
-    b->bytes = (o->coll == GCB_ALLREDUCE || o->coll == GCB_BROADCAST || o->coll == COLL_RMSNORM
-                    ? b->param_count
-                    : b->param_count * b->nranks) *
-               b->elt;
-    if (o->coll == COLL_RMSNORM) b->rms = rms_layout(o, s, b->elt);
-    b->nsets = sets_for(b, b->send_elems * b->elt, b->recv_elems * b->elt);
-    b->send_stride = round_up(b->send_elems * b->elt, SET_ALIGN);
-    b->recv_stride = round_up(b->recv_elems * b->elt, SET_ALIGN);
-    b->size_seed = gc__mix64(o->seed ^ (uint64_t)s * 0xD1342543DE82EF95ull);
-
-    /* Iterations: fewer above ITER_SCALE_BYTES (a 1 GB all-reduce takes ~4.5 ms); at least one
-     * pass over every rotating set so the timed calls really miss L2. */
-    int iters = o->iters, warmup = o->warmup;
-    if (b->bytes > ITER_SCALE_BYTES) {
-      double f = (double)ITER_SCALE_BYTES / (double)b->bytes;
-      int mi = o->iters < 5 ? o->iters : 5, mw = o->warmup < 1 ? o->warmup : 1;
-      iters = (int)ceil(o->iters * f);
-      warmup = (int)ceil(o->warmup * f);
-      if (iters < mi) iters = mi;
-      if (warmup < mw) warmup = mw;
-    }
-    if (iters < b->nsets) iters = b->nsets;
-
-    /* Realistic data in every set for the timed calls (the check refills set 0). */
-    uint64_t mine = rank_seed(b, b->rank);
-    GC_OK(b, gc_fill_random(b->comm, b->send_pool, b->nsets * b->send_stride / b->elt, o->dtype, mine));
-    GC_OK(b, gc_fill_random(b->comm, b->recv_pool, b->nsets * b->recv_stride / b->elt, o->dtype, mine));
-    if (o->coll == COLL_RMSNORM)
-      GC_OK(b, gc_fill_random(b->comm, b->gamma, o->cols, o->dtype, gamma_seed(b)));
-
-    /* rmsnorm has no in-place form: its in-place columns stay N/A. */
-    const result_t not_run = {.us = -1, .wrong = -1};
-    result_t res[NUM_LIBS][NUM_PLACEMENTS];
-    memset(res, 0, sizeof res);
-    for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++)
-      for (int p = 0; p < NUM_PLACEMENTS; p++)
-        res[lib][p] = p == INPLACE && o->coll == COLL_RMSNORM ? not_run
-                                                              : measure(b, lib, p, warmup, iters);
-
-    if (b->rank == 0) {
-      print_row(b, res, with_nccl);
-      csv_rows(b, res, with_nccl, warmup, iters);
-    }
-    for (int lib = 0; lib < (with_nccl ? NUM_LIBS : 1); lib++) {
-      for (int p = 0; p < NUM_PLACEMENTS; p++) {
-        if (res[lib][p].wrong > 0) wrong_total += res[lib][p].wrong;
-        if (ran(&res[lib][p])) bw_sum[lib] += res[lib][p].busbw;
-      }
-    }
-    for (int p = 0; p < NUM_PLACEMENTS; p++) bw_count += ran(&res[LIB_GC][p]);
-    if (with_nccl) {
-      for (int p = 0; p < NUM_PLACEMENTS; p++) {
-        if (res[LIB_GC][p].us > 0 && res[LIB_NCCL][p].us > 0) {
-          log_speedup[p] += log(res[LIB_NCCL][p].us / res[LIB_GC][p].us);
-          speedup_count[p]++;
-        }
-      }
-    }
-    if (s == SIZE_MAX) break;
-  }
-
-  if (b->rank == 0) {
-    if (o->check) printf("# Out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
-    printf("# Avg bus bandwidth    : %g\n", bw_count ? bw_sum[LIB_GC] / bw_count : 0.0);
-    if (with_nccl) {
-      printf("# Avg bus bandwidth (nccl) : %g\n", bw_count ? bw_sum[LIB_NCCL] / bw_count : 0.0);
-      /* Per placement: at one rank an in-place call moves nothing in either library, and its
-         ratio of two empty calls would blur the out-of-place figure. */
-      printf("# Geometric mean speed-up vs NCCL (NCCL time / gpucoll time%s) :",
-             o->coll != COLL_RMSNORM ? ""
-             : o->nccl_alone         ? "; NCCL's all-reduce alone vs the fused op"
-                                     : "; NCCL's all-reduce + norm + quant kernels vs the fused op");
-      for (int p = 0; p < NUM_PLACEMENTS; p++)
-        if (speedup_count[p]) printf(" %s %.3fx", placement_names[p], exp(log_speedup[p] / speedup_count[p]));
-      printf("\n");
-    }
-    printf("#\n");
-    fflush(stdout);
-  }
-
+  print_summary(b, &t);
   if (b->csv) fclose(b->csv);
   gcb_watchdog_stop(b->watchdog); /* before NCCL closes: it polls NCCL's communicator */
   if (b->nccl) gcb_nccl_close(b->nccl);
-  free_pool(b, b->send_pool);
-  free_pool(b, b->recv_pool);
-  free_pool(b, b->gamma);
-  if (b->host) GC_OK(b, gc_buffer_free(b->comm, b->host));
-  free(b->poison);
   GC_OK(b, gc_comm_destroy(b->comm));
   MPI_Finalize();
-  return wrong_total ? 1 : 0;
+  return t.wrong ? 1 : 0;
 }

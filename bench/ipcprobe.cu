@@ -1,6 +1,6 @@
 // gpucoll-ipcprobe — copy-engine copies into another process's GPU memory, alone and beside SM
-// copies: what slowed the staged copy-engine path's copies in the library, an allocation whose
-// size is no multiple of 2 MB (bench/results/plain-h200x2/README.md, "The cause").
+// copies: a diagnostic for the staged copy-engine path, whose copies slow down when an allocation's
+// size is no multiple of 2 MB.
 //
 // usage: gpucoll-ipcprobe [MB (512)] [iterations (5)]
 // Forks one process for GPU 0 and one for GPU 1 before any CUDA call, as two MPI ranks would be.

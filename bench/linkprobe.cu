@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) move(Peers P, size_t units) {
 // so that up to stages - 1 loads are in flight while earlier chunks are stored. Chunk i of the
 // block's share is peer i % count's chunk i / count. Whether such copies carry NVLink payload at
 // the copy engines' protocol cost (1.10 raw bytes per payload byte against the SM's 1.19-1.28) is
-// what these patterns measure (run 63: they do not; writes 1.25, reads 1.38, as the SM's).
+// what these patterns measure.
 constexpr int kChunk = 16384;
 constexpr int kMaxStages = 4;
 

@@ -14,9 +14,8 @@
 namespace {
 
 constexpr float kFp8Max = 448.0f; /* e4m3 */
-/* Two blocks of 1024 threads an SM (at most 32 registers): with 36-41 registers (a version that
- * kept a pack in registers between the passes) the pair took 122.9 us at 16 MB instead of ~110
- * (2 x H200, bf16, 8192 cols, run 179 against run 178). */
+/* Two blocks of 1024 threads an SM, so at most 32 registers a thread: keeping a pack in registers
+ * between the passes needs 36-41 and halves the blocks an SM holds, which makes the pair slower. */
 constexpr int kMaxThreads = 1024;
 
 /* V elements moved by one access: 16 bytes on the vector path, one element otherwise. */

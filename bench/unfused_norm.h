@@ -1,5 +1,5 @@
-/* unfused_norm.h — the unfused pipeline that PERFORMANCE.md's fused all-reduce + RMSNorm + FP8
- * target is measured against: after an all-reduce (NCCL's, in gpucoll-bench) into `sum`, two
+/* unfused_norm.h — the unfused pipeline that the fused all-reduce + RMSNorm + FP8 is measured
+ * against: after an all-reduce (NCCL's, in gpucoll-bench) into `sum`, two
  * separate kernels as an inference framework runs them,
  *   1. RMSNorm:  x = dtype(sum + residual) (into residual_out when not NULL),
  *                y = dtype(x * r * gamma) with r = 1 / sqrt(mean(x^2) + epsilon), into y;

@@ -155,9 +155,25 @@ function M.call(lib, coll, send, recv, opts)
   return lib[coll](lib, send, recv, opts)
 end
 
+--- Makes dir (and its parents) on rank 0; every rank returns once it exists, or raises alike.
+M.mpi_names = { allreduce = "MPI_Allreduce", reducescatter = "MPI_Reduce_scatter_block",
+  allgather = "MPI_Allgather", broadcast = "MPI_Bcast" }
+
+--- The MPI library's own collectives (host buffers), called the way M.call calls a library.
+function M.mpi_lib(comm)
+  local lib = {}
+  for coll in pairs(M.mpi_names) do
+    lib[coll] = function(_, send, recv) return gpucoll.mpi(comm, coll, send, recv) end
+  end
+  lib.broadcast = function(_, send, recv, root) return gpucoll.mpi(comm, "broadcast", send, recv, { root = root }) end
+  return lib
+end
+
+--- Makes dir (and its parents) on rank 0; every rank returns once it exists, or raises alike.
 function M.mkdir(comm, dir)
-  if comm.rank == 0 then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'") end
-  M.sum_all(comm, 0) -- others wait until it exists
+  local ok, msg = true, nil
+  if comm.rank == 0 then ok, msg = gpucoll.mkdir(dir) end
+  if M.agree(comm, ok and 1 or 0) ~= 1 then error(msg or ("rank 0 could not make " .. dir), 2) end
 end
 
 local function script_dir()
@@ -165,29 +181,63 @@ local function script_dir()
   return src:sub(1, 1) == "@" and (src:sub(2):match("^(.*)/[^/]*$") or ".") or "."
 end
 
---- Calls scripts/plot_bench.py CSV PNG on rank 0 when a python3 with matplotlib exists;
---- prints a note otherwise. Returns the PNG path or nil.
+local function readable(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+--- scripts/plot_bench.py: GC_PLOT_SCRIPT, else next to the examples (installed), else in the
+--- source tree's scripts/.
+function M.plot_script()
+  local env = os.getenv("GC_PLOT_SCRIPT")
+  if env then return readable(env) and env or nil, env end
+  for _, p in ipairs { script_dir() .. "/plot_bench.py", script_dir() .. "/../scripts/plot_bench.py" } do
+    if readable(p) then return p end
+  end
+  return nil, script_dir() .. "/plot_bench.py"
+end
+
+--- Runs plot_bench.py CSV PNG on rank 0 when a python3 with matplotlib exists (no shell: the
+--- paths are arguments as they are); prints a note otherwise. Returns the PNG path or nil.
 function M.plot(comm, csv, png)
   if comm.rank ~= 0 then return nil end
-  local script = os.getenv("GC_PLOT_SCRIPT") or (script_dir() .. "/../scripts/plot_bench.py")
-  local f = io.open(script, "r")
-  if not f then
-    io.stderr:write("note: no plot: ", script, " not found (set GC_PLOT_SCRIPT)\n")
+  local script, tried = M.plot_script()
+  if not script then
+    io.stderr:write("note: no plot: ", tried, " not found (set GC_PLOT_SCRIPT)\n")
     return nil
   end
-  f:close()
   local candidates = { os.getenv("GC_PLOT_PYTHON"), "python3", "/usr/bin/python3" }
   for _, py in pairs(candidates) do
-    if py and os.execute(py .. " -c 'import matplotlib' >/dev/null 2>&1") then
-      local cmd = string.format("%s '%s' '%s' '%s'", py, script, csv, png)
-      if os.execute(cmd) then return png end
-      io.stderr:write("note: the plot command failed: ", cmd, "\n")
+    if py and gpucoll.run({ py, "-c", "import matplotlib" }, { quiet = true }) then
+      local ok, msg = gpucoll.run { py, script, csv, png }
+      if ok then return png end
+      io.stderr:write("note: the plot failed: ", msg, "\n")
       return nil
     end
   end
   io.stderr:write("note: no plot: no python3 with matplotlib (apt-get install python3-matplotlib",
                   " or set GC_PLOT_PYTHON); the CSV is ", csv, "\n")
   return nil
+end
+
+-- The one CSV schema of gpucoll-bench, these sweeps and scripts/torch_compare.py
+-- (scripts/plot_bench.py checks it).
+M.columns = { "coll", "lib", "mode", "placement", "bytes", "count", "dtype", "op", "root", "nranks",
+  "device", "buffers", "graph", "iters", "warmup", "time_us", "algbw_GBps", "busbw_GBps", "wrong",
+  "speedup", "version" }
+
+--- Prints one measured row on rank 0 as it comes (the CSV is written at the end).
+function M.print_row(comm, r)
+  if comm.rank ~= 0 then return end
+  if not M.printed_header then
+    M.printed_header = true
+    print(string.format("#%13s  %12s  %-22s  %-9s  %9s  %8s  %6s", "coll", "size (B)", "lib mode", "placement",
+      "time (us)", "busbw", "#wrong"))
+  end
+  print(string.format("%14s  %12d  %-22s  %-9s  %9s  %8s  %6s", r.coll, r.bytes, r.lib .. " " .. r.mode,
+    r.placement, r.time_us and string.format("%.2f", r.time_us) or "N/A",
+    r.busbw_GBps and string.format("%.2f", r.busbw_GBps) or "N/A", r.wrong and tostring(r.wrong) or "N/A"))
 end
 
 return M

@@ -8,7 +8,9 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/crossover.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 1K:64M (x2 steps) on GPUs, 1K:1M on host buffers
   OUTDIR  where crossover.csv goes (default crossover-results)
-  coll=allreduce  algos=oneshot,oneshot_ll,twoshot,twoshot_push,auto (host: auto,mpi; coll=reducescatter adds copyengine)
+  coll=allreduce  algos=oneshot,oneshot_ll,twoshot,twoshot_push,auto (coll=reducescatter adds copyengine)
+          on host buffers: gpucoll's MPI path (mpi) against the MPI library's own call (MPI_...),
+          the only two different paths there (auto picks mpi)
   dtype=float32  iters=20  warmup=5  graph=1  host=0
 One row per size with each algorithm's time, the winner, and the sizes where the winner changes
 (compare them with the dispatch table, printed at the end).
@@ -27,8 +29,9 @@ local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1
 local coll, dtype = opts.coll, opts.dtype
 -- copyengine needs symmetric buffers except in reduce-scatter, and these are not symmetric.
 local gpu_algos = "oneshot,oneshot_ll,twoshot,twoshot_push" .. (coll == "reducescatter" and ",copyengine" or "") .. ",auto"
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and gpu_algos or "auto,mpi"))
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and gpu_algos or ("mpi," .. util.mpi_names[coll])))
+local mpi_lib = util.mpi_lib(comm)
 local graph = on_gpu and util.truthy(opts.graph)
 local warmup, iters = tonumber(opts.warmup), tonumber(opts.iters)
 
@@ -47,7 +50,10 @@ for si, size in ipairs(sizes) do
     local row, winner, best, wrong = { bytes = bytes, count = count }, nil, math.huge, 0
     for _, algo in ipairs(algos) do
       recv:poison()
-      local ok, msg, code = util.call(comm, coll, send, recv, { algo = algo })
+      -- MPI_... is the MPI library's own call; any other name is a gpucoll algorithm.
+      local own = algo == util.mpi_names[coll]
+      local lib, copts = own and mpi_lib or comm, not own and { algo = algo } or nil
+      local ok, msg, code = util.call(lib, coll, send, recv, copts)
       if not ok and (code == "GC_ERR_UNSUPPORTED" or code == "GC_ERR_INVALID_ARGUMENT") then
         if rank == 0 then io.stderr:write("note: ", algo, " at ", util.human(size), ": ", msg, "\n") end
       else
@@ -55,8 +61,8 @@ for si, size in ipairs(sizes) do
         assert(comm:sync())
         wrong = wrong + util.sum_all(comm, (recv:compare(ref)))
         local us = assert(comm:time(function(stream)
-          return util.call(comm, coll, send, recv, { algo = algo, stream = stream })
-        end, { warmup = warmup, iters = iters, graph = graph and algo ~= "mpi" }))
+          return util.call(lib, coll, send, recv, not own and { algo = algo, stream = stream } or nil)
+        end, { warmup = warmup, iters = iters, graph = graph and algo ~= "mpi" and not own }))
         row[algo .. "_us"] = us
         if algo ~= "auto" and us < best then best, winner = us, algo end
       end

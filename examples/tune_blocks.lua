@@ -8,7 +8,9 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/tune_blocks.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 64K,1M,16M,128M on GPUs, 4K,64K on host buffers
   OUTDIR  where tune_blocks.csv goes (default tune-results)
-  coll=allreduce  algos=oneshot,twoshot,twoshot_push (host: auto)  blocks=1,2,4,8,16,24,32,48,64
+  coll=allreduce  algos=oneshot,twoshot,twoshot_push  blocks=1,2,4,8,16,24,32,48,64
+On host buffers the only path is MPI's, which launches no kernels: there are no blocks to tune, so
+each size is timed once through it (max_blocks 0) and beside the MPI library's own call.
   dtype=float32  iters=20  warmup=5  graph=1  host=0
 Prints one row per (size, algo, max_blocks) and the best block count of each (size, algo).
 ]]
@@ -23,11 +25,20 @@ local n, rank = comm.size, comm.rank
 local on_gpu = util.all_gpu(comm)
 local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "64K,1M,16M,128M" or "4K,64K"))
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot,twoshot_push" or "auto"))
 local coll, dtype = opts.coll, opts.dtype
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot,twoshot_push"
+  or ("mpi," .. util.mpi_names[coll])))
 local blocks = {}
 for _, b in ipairs(util.list(opts.blocks)) do blocks[#blocks + 1] = math.tointeger(tonumber(b)) end
+if not on_gpu then
+  if rank == 0 then
+    io.stderr:write("note: host buffers: the MPI path launches no kernels, so max_blocks has nothing to ",
+      "tune; each size is timed once (max_blocks 0), beside ", util.mpi_names[coll], "\n")
+  end
+  blocks = { 0 }
+end
+local mpi_lib = util.mpi_lib(comm)
 local graph = on_gpu and util.truthy(opts.graph)
 local topts = { warmup = tonumber(opts.warmup), iters = tonumber(opts.iters), graph = graph }
 
@@ -46,9 +57,11 @@ for si, size in ipairs(sizes) do
     for _, mb in ipairs(blocks) do
       step = step + 1
       gpucoll.progress(step, steps, string.format("%s %s blocks %d", util.human(size), algo, mb))
-      local o = { algo = algo, max_blocks = mb }
+      -- MPI_... is the MPI library's own call; any other name is a gpucoll algorithm.
+      local own = algo == util.mpi_names[coll]
+      local lib, o = own and mpi_lib or comm, not own and { algo = algo, max_blocks = mb } or nil
       recv:poison()
-      local ok, msg, code = util.call(comm, coll, send, recv, o)
+      local ok, msg, code = util.call(lib, coll, send, recv, o)
       if not ok and (code == "GC_ERR_UNSUPPORTED" or code == "GC_ERR_INVALID_ARGUMENT") then
         if rank == 0 then io.stderr:write(string.format("note: %s %s max_blocks=%d skipped: %s\n",
                                                         util.human(size), algo, mb, msg)) end
@@ -59,8 +72,8 @@ for si, size in ipairs(sizes) do
       local wrong = util.sum_all(comm, (recv:compare(ref)))
       wrong_total = wrong_total + wrong
       local us = assert(comm:time(function(stream)
-        return util.call(comm, coll, send, recv, { algo = algo, max_blocks = mb, stream = stream })
-      end, topts))
+        return util.call(lib, coll, send, recv, not own and { algo = algo, max_blocks = mb, stream = stream } or nil)
+      end, own and { warmup = topts.warmup, iters = topts.iters } or topts))
       local algbw = bytes / (us * 1e3)
       local row = {
         coll = coll, algo = algo, bytes = bytes, max_blocks = mb, time_us = us,

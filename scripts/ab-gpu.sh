@@ -5,7 +5,7 @@
 # spread between hosts and runs does not enter the comparison.
 #
 # usage: scripts/ab-gpu.sh OVERLAY_DIR NP "COLL ARGS" ["COLL ARGS" ...]
-#   e.g. scripts/ab-gpu.sh ab 4 "reducescatter -b 1K -e 1M -f 4" "allreduce -a oneshot_ll -b 1K -e 1M -f 4"
+#   e.g. scripts/ab-gpu.sh ab 4 "reducescatter -b 1K -e 1M -f 4" "allreduce --algo oneshot_ll -b 1K -e 1M -f 4"
 # Every run adds -G 1 -d bfloat16 -c 1 -n 50 -w 10. Environment: BUILD (this tree's build dir,
 # default build-gpu; configured and built when it has no gpucoll-bench), REPS (rounds, default 2),
 # LOGDIR (default /tmp/ab-logs). Prints "size A-time B-time B/A" per size and round.

@@ -46,17 +46,17 @@ for s in ${SUITES:-}; do suites+=(--suite "$s"); done   # the tests whose names 
 IFS=';' read -ra tests_sel <<< "${TESTS:-}"
 for t in "${tests_sel[@]}"; do [ -n "$t" ] && suites+=(--test "$t"); done
 # forced PREFIX NP COLL ALGO VARS BENCH_ARGS...: gpucoll-bench with one algorithm on NP GPUs, log
-# and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's -m N;
+# and CSV named PREFIX_COLL_ALGO[_VARS]; VARS "A=1,B=2" set the environment (M=N: the bench's --max-blocks N;
 # EAGER=1: --eager, plain buffers instead of gc_mem_alloc; G=0: stream launches, not graph replay).
 forced() {
   local prefix=$1 np=$2 coll=$3 algo=$4 vars=$5
   shift 5
   local envs=() extra=() graph=1 v name
   for v in ${vars//,/ }; do
-    case $v in M=*) extra+=(-m "${v#M=}") ;; EAGER=1) extra+=(--eager) ;; G=*) graph=${v#G=} ;; *) envs+=("$v") ;; esac
+    case $v in M=*) extra+=(--max-blocks "${v#M=}") ;; EAGER=1) extra+=(--eager) ;; G=*) graph=${v#G=} ;; *) envs+=("$v") ;; esac
   done
   name=${prefix}_${coll}_${algo}${vars:+_$(echo "$vars" | tr ',=' '__')}
-  step "$name" 60 env "${envs[@]}" $mpirun -np "$np" "$build/bench/gpucoll-bench" "$coll" -a "$algo" "${extra[@]}" \
+  step "$name" 60 env "${envs[@]}" $mpirun -np "$np" "$build/bench/gpucoll-bench" "$coll" --algo "$algo" "${extra[@]}" \
     -G "$graph" -d bfloat16 -c 1 "$@" --csv "$logs/$name.csv"
   grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$name" '{printf "%-50s %11s %9s us %7s GB/s %s wrong\n", c, $1, $6, $8, $9}'
 }
@@ -93,7 +93,7 @@ for s in "${steps[@]}"; do
         grep -vE "^#( |$)" "$logs/bench4_$c.log" | tail -14
       done ;;
     algos)  # collectives with an algorithm forced, 1 MB - 1 GB: the data behind the dispatch table.
-      # Entries: "GPUS:COLLECTIVE:ALGORITHM[:VAR=VALUE,...]" (M=N is the bench's -m N, a grid cap);
+      # Entries: "GPUS:COLLECTIVE:ALGORITHM[:VAR=VALUE,...]" (M=N is the bench's --max-blocks N, a grid cap);
       # ALGOS replaces the default list.
       default_algos="4:allreduce:twoshot 4:allreduce:copyengine 4:reducescatter:copyengine
         4:reducescatter:copyengine:GC_STAGING_BYTES=268435456 4:reducescatter:copyengine:GC_MAX_BLOCKS=16
@@ -121,10 +121,10 @@ for s in "${steps[@]}"; do
     probe) step linkprobe 120 "$build/bench/gpucoll-linkprobe" 64 5
            cat "$logs/linkprobe.log" ;;
     blocks)  # grid caps for the large-size kernels: gpucoll alone, 16 MB - 1 GB
-      for c in "allreduce -a twoshot" "allreduce -a twoshot_push" reducescatter allgather "broadcast -a twoshot" "broadcast -a oneshot"; do
+      for c in "allreduce --algo twoshot" "allreduce --algo twoshot_push" reducescatter allgather "broadcast --algo twoshot" "broadcast --algo oneshot"; do
         for m in ${BLOCKS:-32 64 132}; do
           name=blocks_$(echo "$c" | tr -d ' -')_$m
-          step "$name" 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $c -m $m -G 1 -d bfloat16 -b 16M -e 1G -f 8 -n 10 -w 3 -c 0
+          step "$name" 60 $mpirun -np 4 "$build/bench/gpucoll-bench" $c --max-blocks $m -G 1 -d bfloat16 -b 16M -e 1G -f 8 -n 10 -w 3 -c 0
           grep -E "^ +[0-9]" "$logs/$name.log" | awk -v c="$c" -v m=$m '{printf "%-28s m=%-4s %11s %9s us %7s GB/s\n", c, m, $1, $6, $8}'
         done
       done ;;

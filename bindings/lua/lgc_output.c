@@ -1,11 +1,21 @@
-/* lgc_output.c — results out of Lua: aligned table (rank 0), CSV, JSON, a progress bar. */
+/* lgc_output.c — results out of Lua: aligned table (rank 0), CSV, JSON, progress, the output
+ * directory and the plot command (no shell between), and the MPI library's own collectives, the
+ * baseline a host-buffer sweep prints beside gpucoll. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
 
 #include "lgc.h"
 
@@ -466,33 +476,204 @@ static int l_json(lua_State *L) {
   return sink_to(L, &s, path);
 }
 
-/* gpucoll.progress(i, n, [label]) — a bar on stderr, rank 0 only, and only when stderr is a
- * terminal (logs and CI output stay clean). Returns whether it drew. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* gpucoll.progress(i, n, [label]) — step i of n on stderr, rank 0 only, with the time since
+ * step 1 and an estimate of the time left: a bar redrawn in place on a terminal, else (under
+ * mpirun, in logs) one plain line per step. Returns whether it printed. */
 static int l_progress(lua_State *L) {
+  static double started;
   lua_Integer i = luaL_checkinteger(L, 1), n = luaL_checkinteger(L, 2);
   const char *label = luaL_optstring(L, 3, "");
   luaL_argcheck(L, n > 0, 2, "n must be > 0");
-  if (lgc_world_rank() != 0 || !isatty(STDERR_FILENO)) {
+  if (lgc_world_rank() != 0) {
     lua_pushboolean(L, 0);
     return 1;
   }
   if (i < 0) i = 0;
   if (i > n) i = n;
-  enum { W = 30 };
-  char bar[W + 1];
-  int fill = (int)(W * i / n);
-  for (int k = 0; k < W; k++) bar[k] = k < fill ? '#' : '.';
-  bar[W] = '\0';
-  fprintf(stderr, "\r\033[K[%s] %3d%% %lld/%lld %s", bar, (int)(100 * i / n), (long long)i,
-          (long long)n, label);
-  if (i == n) fputc('\n', stderr);
+  if (i <= 1 || started == 0.0) started = now_s();
+  const double el = now_s() - started;
+  char left[48] = "";
+  if (i > 1) snprintf(left, sizeof left, ", %.0f s, ~%.0f s left", el, el / (double)(i - 1) * (double)(n - i + 1));
+  if (isatty(STDERR_FILENO)) {
+    enum { W = 30 };
+    char bar[W + 1];
+    int fill = (int)(W * i / n);
+    for (int k = 0; k < W; k++) bar[k] = k < fill ? '#' : '.';
+    bar[W] = '\0';
+    fprintf(stderr, "\r\033[K[%s] %3d%% %lld/%lld %s%s", bar, (int)(100 * i / n), (long long)i,
+            (long long)n, label, left);
+    if (i == n) fputc('\n', stderr);
+  } else {
+    fprintf(stderr, "gpucoll-lua: %lld/%lld %s%s\n", (long long)i, (long long)n, label, left);
+  }
   fflush(stderr);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* gpucoll.mkdir(path) — makes path and its missing parents (as mkdir -p; not collective).
+ * Returns true, or nil, msg, code. */
+static int l_mkdir(lua_State *L) {
+  size_t len;
+  const char *path = luaL_checklstring(L, 1, &len);
+  luaL_argcheck(L, len > 0 && strlen(path) == len, 1, "a non-empty path without NUL bytes");
+  char *p = strdup(path);
+  if (!p) return luaL_error(L, "out of memory");
+  int err = 0;
+  for (char *q = p + 1; !err; q++) {
+    const int end = *q == '\0';
+    if (*q != '/' && !end) continue;
+    *q = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) err = errno;
+    if (end) break;
+    *q = '/';
+  }
+  struct stat st;
+  if (!err && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) err = ENOTDIR;
+  free(p);
+  if (err) return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "mkdir %s: %s", path, strerror(err));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* gpucoll.run(argv, [{quiet = bool}]) — runs argv[1] (looked up in PATH) with the arguments
+ * argv[2..], no shell in between, and waits; quiet sends its output to /dev/null. Returns true on
+ * exit status 0, else nil, msg, code. Not collective. */
+static int l_run(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int quiet = 0;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const char *const keys[] = {"quiet", NULL};
+    lgc_check_keys(L, 2, keys);
+    lgc_optfield(L, 2, "quiet");
+    quiet = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  const lua_Integer n = luaL_len(L, 1);
+  luaL_argcheck(L, n >= 1 && n < 256, 1, "argv wants 1 to 255 strings");
+  const char *argv[256];
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 1, k);
+    argv[k - 1] = lua_tostring(L, -1); /* the strings stay alive in argv's table */
+    if (!argv[k - 1] || lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "run: argv[%d] is not a string", (int)k);
+    lua_pop(L, 1);
+  }
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  extern char **environ;
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err) return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "%s: %s", argv[0], strerror(err));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "waitpid: %s", strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (WIFEXITED(status))
+    return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "%s: exit status %d", argv[0], WEXITSTATUS(status));
+  return lgc_failmsg(L, gc_result_name(GC_ERR_SYSTEM), "%s: ended by signal %d", argv[0], WTERMSIG(status));
+}
+
+/* gpucoll.device_name(device) — the CUDA device's model ("NVIDIA H100 80GB HBM3"), for titles
+ * and CSVs. Returns the name, or nil, msg, code. */
+static int l_device_name(lua_State *L) {
+  const int device = (int)luaL_checkinteger(L, 1);
+  struct cudaDeviceProp prop;
+  cudaError_t e = cudaGetDeviceProperties(&prop, device);
+  if (e != cudaSuccess)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_CUDA), "device %d: %s", device, cudaGetErrorString(e));
+  lua_pushstring(L, prop.name);
+  return 1;
+}
+
+/* MPI's datatype and op for a call, or a reason there is none. */
+static const char *mpi_types(gc_dtype_t dt, gc_op_t op, MPI_Datatype *mdt, MPI_Op *mop) {
+  switch (dt) {
+    case GC_FLOAT32: *mdt = MPI_FLOAT; break;
+    case GC_FLOAT64: *mdt = MPI_DOUBLE; break;
+    case GC_INT32: *mdt = MPI_INT32_T; break;
+    case GC_INT64: *mdt = MPI_INT64_T; break;
+    case GC_UINT8: *mdt = MPI_UINT8_T; break;
+    default: return "MPI has no datatype for it";
+  }
+  switch (op) {
+    case GC_SUM: *mop = MPI_SUM; return NULL;
+    case GC_PROD: *mop = MPI_PROD; return NULL;
+    case GC_MIN: *mop = MPI_MIN; return NULL;
+    case GC_MAX: *mop = MPI_MAX; return NULL;
+    default: return "MPI has no such op";
+  }
+}
+
+/* gpucoll.mpi(comm, coll, send, recv, [{op = "sum", root = 0}]) — the MPI library's own
+ * collective (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast) on host buffers
+ * over the communicator's MPI communicator, counts as gpucoll's (recv's count for reduce-scatter,
+ * send's for all-gather); send == recv is in place (all-gather: send is this rank's slice of
+ * recv; reduce-scatter has no in-place form here). Collective.
+ * Returns true, or nil, msg, code. */
+static int l_mpi(lua_State *L) {
+  static const char *const colls[] = {"allreduce", "reducescatter", "allgather", "broadcast", NULL};
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  const int k = luaL_checkoption(L, 2, NULL, colls);
+  lgc_buffer_t *sb = lgc_checkbuffer(L, 3), *rb = lgc_checkbuffer(L, 4);
+  gc_op_t op = GC_SUM;
+  int root = 0;
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    static const char *const keys[] = {"op", "root", NULL};
+    lgc_check_keys(L, 5, keys);
+    if (lgc_optfield(L, 5, "op") != LUA_TNIL) op = lgc_checkop(L, -1);
+    if (lgc_optfield(L, 5, "root") != LUA_TNIL) root = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 2);
+  }
+  if (sb->kind != LGC_HOST || rb->kind != LGC_HOST || sb->dtype != rb->dtype)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_INVALID_ARGUMENT), "mpi: send and recv want host buffers of one dtype");
+  MPI_Datatype dt;
+  MPI_Op mop;
+  const char *why = mpi_types(sb->dtype, op, &dt, &mop);
+  if (why) return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "mpi: %s %s: %s", gc_dtype_name(sb->dtype), gc_op_name(op), why);
+  void *s = lgc_ptr(sb), *r = lgc_ptr(rb);
+  const size_t count = k == 1 ? rb->count : sb->count, es = gc_dtype_size(sb->dtype);
+  const size_t need_send = k == 1 ? count * (size_t)c->size : count, need_recv = k == 2 ? count * (size_t)c->size : count;
+  if (count > (size_t)INT32_MAX || sb->count < need_send || rb->count < need_recv || (k == 1 && s == r) ||
+      (k == 3 && (root < 0 || root >= c->size)))
+    return lgc_failmsg(L, gc_result_name(GC_ERR_INVALID_ARGUMENT), "mpi %s: counts, root or placement do not fit", colls[k]);
+  const void *in = s == r ? MPI_IN_PLACE : s;
+  if (k == 2) in = s == (char *)r + (size_t)c->rank * count * es ? MPI_IN_PLACE : s; /* its slice */
+  int e;
+  switch (k) {
+    case 0: e = MPI_Allreduce(in, r, (int)count, dt, mop, c->mpi); break;
+    case 1: e = MPI_Reduce_scatter_block(s, r, (int)count, dt, mop, c->mpi); break;
+    case 2: e = MPI_Allgather(in, (int)count, dt, r, (int)count, dt, c->mpi); break;
+    default:
+      if (c->rank == root && s != r) memcpy(r, s, count * es);
+      e = MPI_Bcast(r, (int)count, dt, root, c->mpi);
+      break;
+  }
+  if (e != MPI_SUCCESS) return lgc_failmsg(L, gc_result_name(GC_ERR_MPI), "mpi %s: MPI error %d", colls[k], e);
   lua_pushboolean(L, 1);
   return 1;
 }
 
 void lgc_output_register(lua_State *L) {
   static const luaL_Reg funcs[] = {
-      {"table", l_table}, {"csv", l_csv}, {"json", l_json}, {"progress", l_progress}, {NULL, NULL}};
+      {"table", l_table}, {"csv", l_csv},   {"json", l_json}, {"progress", l_progress},
+      {"mkdir", l_mkdir}, {"run", l_run},   {"mpi", l_mpi},   {"device_name", l_device_name},
+      {NULL, NULL}};
   luaL_setfuncs(L, funcs, 0);
 }

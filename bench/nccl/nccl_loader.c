@@ -10,8 +10,8 @@
 
 #include <cuda_runtime_api.h>
 
-/* The few NCCL declarations we need, copied from nccl.h (2.28; stable since 2.x): the values
- * are NCCL's ABI and were checked against /usr/local/include/nccl.h. */
+/* The few NCCL declarations used here, as nccl.h (2.28) declares them; the values are NCCL's ABI,
+ * stable since 2.x. */
 #define GCB_NCCL_UNIQUE_ID_BYTES 128
 typedef struct {
   char internal[GCB_NCCL_UNIQUE_ID_BYTES];
@@ -54,6 +54,15 @@ typedef gcb_ncclResult_t (*fn_reducescatter_t)(const void *, void *, size_t, gcb
                                                gcb_ncclRedOp_t, gcb_ncclComm_t, void *);
 typedef gcb_ncclResult_t (*fn_allgather_t)(const void *, void *, size_t, gcb_ncclDataType_t,
                                            gcb_ncclComm_t, void *);
+typedef gcb_ncclResult_t (*fn_mem_alloc_t)(void **, size_t);
+typedef gcb_ncclResult_t (*fn_mem_free_t)(void *);
+typedef gcb_ncclResult_t (*fn_comm_register_t)(gcb_ncclComm_t, void *, size_t, void **);
+typedef gcb_ncclResult_t (*fn_comm_deregister_t)(gcb_ncclComm_t, void *);
+typedef struct gcb_ncclWindow *gcb_ncclWindow_t;
+#define GCB_NCCL_WIN_COLL_SYMMETRIC 0x01
+typedef gcb_ncclResult_t (*fn_window_register_t)(gcb_ncclComm_t, void *, size_t, gcb_ncclWindow_t *, int);
+typedef gcb_ncclResult_t (*fn_window_deregister_t)(gcb_ncclComm_t, gcb_ncclWindow_t);
+typedef gcb_ncclResult_t (*fn_group_t)(void);
 typedef gcb_ncclResult_t (*fn_broadcast_t)(const void *, void *, size_t, gcb_ncclDataType_t, int,
                                            gcb_ncclComm_t, void *);
 
@@ -76,6 +85,14 @@ struct gcb_nccl {
   fn_reducescatter_t reducescatter;
   fn_allgather_t allgather;
   fn_broadcast_t broadcast;
+  /* Optional (NULL where absent): the group calls, and -R 1 and -R 2's functions. */
+  fn_group_t group_start, group_end;
+  fn_mem_alloc_t mem_alloc;
+  fn_mem_free_t mem_free;
+  fn_comm_register_t comm_register;
+  fn_comm_deregister_t comm_deregister;
+  fn_window_register_t window_register;
+  fn_window_deregister_t window_deregister;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -121,7 +138,7 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
   do {                                                                                       \
     *(void **)(&n->field) = dlsym(n->dl, name);                                              \
     if (!n->field) {                                                                         \
-      set_err(err, errlen, "%s lacks %s; is it NCCL 2.x?", n->path, name);                   \
+      set_err(err, errlen, "%s has no %s: not a usable NCCL 2.x", n->path, name);                   \
       return 1;                                                                              \
     }                                                                                        \
   } while (0)
@@ -138,6 +155,14 @@ static int load_library(gcb_nccl_t *n, char *err, size_t errlen) {
   *(void **)(&n->comm_get_async_error) = dlsym(n->dl, "ncclCommGetAsyncError");
   *(void **)(&n->get_last_error) = dlsym(n->dl, "ncclGetLastError");
   *(void **)(&n->comm_abort) = dlsym(n->dl, "ncclCommAbort");
+  *(void **)(&n->group_start) = dlsym(n->dl, "ncclGroupStart");
+  *(void **)(&n->group_end) = dlsym(n->dl, "ncclGroupEnd");
+  *(void **)(&n->mem_alloc) = dlsym(n->dl, "ncclMemAlloc");
+  *(void **)(&n->mem_free) = dlsym(n->dl, "ncclMemFree");
+  *(void **)(&n->comm_register) = dlsym(n->dl, "ncclCommRegister");
+  *(void **)(&n->comm_deregister) = dlsym(n->dl, "ncclCommDeregister");
+  *(void **)(&n->window_register) = dlsym(n->dl, "ncclCommWindowRegister");
+  *(void **)(&n->window_deregister) = dlsym(n->dl, "ncclCommWindowDeregister");
   gcb_ncclResult_t r = n->get_version(&n->version_code);
   if (r != 0) {
     set_err(err, errlen, "ncclGetVersion failed: %s", nccl_err(n, r));
@@ -175,6 +200,24 @@ static void destroy(gcb_nccl_t *n) {
   free(n);
 }
 
+/* NVLink multicast stays off in every mode: NCCL_NVLS_ENABLE=0 where unset (before NCCL reads its
+ * environment, at communicator init); any other value is refused rather than honoured. */
+static int multicast_off(char *err, size_t errlen) {
+  const char *v = getenv("NCCL_NVLS_ENABLE");
+  if (v == NULL) {
+    if (setenv("NCCL_NVLS_ENABLE", "0", 0) != 0) {
+      set_err(err, errlen, "cannot set NCCL_NVLS_ENABLE=0");
+      return 1;
+    }
+    return 0;
+  }
+  if (strcmp(v, "0") != 0) {
+    set_err(err, errlen, "NCCL_NVLS_ENABLE=%s: NVLink multicast must stay off; unset it or set it to 0", v);
+    return 1;
+  }
+  return 0;
+}
+
 int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!out) {
@@ -189,11 +232,14 @@ int gcb_nccl_open(gcb_nccl_t **out, MPI_Comm comm, int device, char *err, size_t
   gcb_nccl_t *n = calloc(1, sizeof *n);
   int ok = n != NULL;
   if (!ok) set_err(err, errlen, "out of host memory");
+  /* Multicast, then the library, then the GPU: each is named as such, also on ranks without
+   * a GPU. */
+  if (ok) ok = multicast_off(err, errlen) == 0;
+  if (ok) ok = load_library(n, err, errlen) == 0;
   if (ok && device < 0) {
     set_err(err, errlen, "rank %d has no GPU; NCCL needs one GPU per rank", rank);
     ok = 0;
   }
-  if (ok) ok = load_library(n, err, errlen) == 0;
   if (ok) {
     cudaError_t ce = cudaSetDevice(device);
     if (ce != cudaSuccess) {
@@ -368,5 +414,117 @@ int gcb_nccl_abort(gcb_nccl_t *n, const char *why, char *err, size_t errlen) {
 int gcb_nccl_aborted(const gcb_nccl_t *n) { return n && n->aborted[0]; }
 
 const char *gcb_nccl_version(const gcb_nccl_t *n) { return n ? n->version : ""; }
+
+int gcb_nccl_version_code(const gcb_nccl_t *n) { return n ? n->version_code : 0; }
+
+static const char *const mode_names[GCB_NCCL_NUM_MODES] = {"plain", "registered", "symmetric"};
+
+int gcb_nccl_mode_available(const gcb_nccl_t *n, gcb_nccl_mode_t mode, char *err, size_t errlen) {
+  if (!n || !n->comm) {
+    set_err(err, errlen, "NCCL communicator not open");
+    return 1;
+  }
+  const char *missing = NULL;
+  if (mode != GCB_NCCL_PLAIN && (!n->mem_alloc || !n->mem_free))
+    missing = !n->mem_alloc ? "ncclMemAlloc" : "ncclMemFree";
+  else if (mode == GCB_NCCL_REGISTERED && (!n->comm_register || !n->comm_deregister))
+    missing = !n->comm_register ? "ncclCommRegister" : "ncclCommDeregister";
+  else if (mode == GCB_NCCL_SYMMETRIC) {
+    if (n->version_code < 22700) missing = "symmetric kernels (they came with 2.27)";
+    else if (!n->window_register) missing = "ncclCommWindowRegister";
+    else if (!n->window_deregister) missing = "ncclCommWindowDeregister";
+  }
+  if (mode < 0 || mode >= GCB_NCCL_NUM_MODES) {
+    set_err(err, errlen, "unknown NCCL buffer mode %d", (int)mode);
+    return 1;
+  }
+  if (missing) {
+    set_err(err, errlen, "NCCL %s (%s) has no %s: -R %d (%s buffers) is not available", n->version,
+            n->path, missing, (int)mode, mode_names[mode]);
+    return 1;
+  }
+  return 0;
+}
+
+int gcb_nccl_buffer_alloc(gcb_nccl_t *n, gcb_nccl_mode_t mode, size_t bytes, void **out, char *err,
+                          size_t errlen) {
+  if (gcb_nccl_mode_available(n, mode, err, errlen)) return 1;
+  *out = NULL;
+  if (mode != GCB_NCCL_PLAIN) {
+    gcb_ncclResult_t r = n->mem_alloc(out, bytes);
+    if (r != 0) set_err(err, errlen, "ncclMemAlloc(%zu bytes): %s", bytes, nccl_err(n, r));
+    return r != 0;
+  }
+  cudaError_t ce = cudaMalloc(out, bytes);
+  if (ce != cudaSuccess) {
+    set_err(err, errlen, "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(ce));
+    *out = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+int gcb_nccl_buffer_free(gcb_nccl_t *n, gcb_nccl_mode_t mode, void *buf, char *err, size_t errlen) {
+  if (!buf) return 0;
+  if (mode != GCB_NCCL_PLAIN) {
+    gcb_ncclResult_t r = n && n->mem_free ? n->mem_free(buf) : 1;
+    if (r != 0) set_err(err, errlen, "ncclMemFree: %s", n ? nccl_err(n, r) : "no NCCL");
+    return r != 0;
+  }
+  cudaError_t ce = cudaFree(buf);
+  if (ce != cudaSuccess) set_err(err, errlen, "cudaFree: %s", cudaGetErrorString(ce));
+  return ce != cudaSuccess;
+}
+
+int gcb_nccl_register(gcb_nccl_t *n, gcb_nccl_mode_t mode, void *buf, size_t bytes, void **handle,
+                      char *err, size_t errlen) {
+  *handle = NULL;
+  if (mode == GCB_NCCL_PLAIN) return 0;
+  if (gcb_nccl_mode_available(n, mode, err, errlen)) return 1;
+  gcb_ncclResult_t r;
+  if (mode == GCB_NCCL_REGISTERED) {
+    r = n->comm_register(n->comm, buf, bytes, handle);
+    if (r != 0) set_err(err, errlen, "ncclCommRegister(%zu bytes): %s", bytes, nccl_err(n, r));
+  } else {
+    gcb_ncclWindow_t win = NULL;
+    r = n->window_register(n->comm, buf, bytes, &win, GCB_NCCL_WIN_COLL_SYMMETRIC);
+    if (r != 0) set_err(err, errlen, "ncclCommWindowRegister(%zu bytes): %s", bytes, nccl_err(n, r));
+    *handle = win;
+  }
+  if (r != 0) *handle = NULL;
+  return r != 0;
+}
+
+int gcb_nccl_deregister(gcb_nccl_t *n, gcb_nccl_mode_t mode, void *handle, char *err, size_t errlen) {
+  if (!handle || mode == GCB_NCCL_PLAIN) return 0;
+  if (!n || !n->comm) {
+    set_err(err, errlen, "NCCL communicator not open");
+    return 1;
+  }
+  gcb_ncclResult_t r = mode == GCB_NCCL_REGISTERED ? n->comm_deregister(n->comm, handle)
+                                                   : n->window_deregister(n->comm, handle);
+  if (r != 0)
+    set_err(err, errlen, "%s: %s", mode == GCB_NCCL_REGISTERED ? "ncclCommDeregister" : "ncclCommWindowDeregister",
+            nccl_err(n, r));
+  return r != 0;
+}
+
+static int group_call(gcb_nccl_t *n, fn_group_t fn, const char *name, char *err, size_t errlen) {
+  if (!fn) {
+    set_err(err, errlen, "NCCL %s has no %s", n ? n->version : "", name);
+    return 1;
+  }
+  gcb_ncclResult_t r = fn();
+  if (r != 0) set_err(err, errlen, "%s: %s", name, nccl_err(n, r));
+  return r != 0;
+}
+
+int gcb_nccl_group_start(gcb_nccl_t *n, char *err, size_t errlen) {
+  return group_call(n, n ? n->group_start : NULL, "ncclGroupStart", err, errlen);
+}
+
+int gcb_nccl_group_end(gcb_nccl_t *n, char *err, size_t errlen) {
+  return group_call(n, n ? n->group_end : NULL, "ncclGroupEnd", err, errlen);
+}
 
 void gcb_nccl_close(gcb_nccl_t *n) { destroy(n); }
