@@ -423,7 +423,7 @@ func TestDestroyErrorMessage(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	var e *Error
-	err = raw.Gc_comm_destroy(h) // no longer live: refused, nothing freed twice
+	err = raw.Gc_comm_destroy(h) // not live any more: refused, nothing freed twice
 	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" || !strings.Contains(e.Message, "not a live communicator") {
 		t.Fatalf("second destroy: got %v", err)
 	}

@@ -327,7 +327,7 @@ def test_failed_destroy_reports_the_library_message():
     h = c._h
     c.close()
     with pytest.raises(gpucoll.InvalidUsage) as info:
-        s.gc_comm_destroy(h)  # a handle no longer live: refused, nothing freed twice
+        s.gc_comm_destroy(h)  # a handle not live any more: refused, nothing freed twice
     assert "not a live communicator" in info.value.message
     assert info.value.function == "gc_comm_destroy"
 
