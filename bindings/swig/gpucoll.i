@@ -314,6 +314,85 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 %typemap(argout) gc_comm_t *out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(tmp$argnum, $*1_descriptor, 0)); %}
 
+/* DLPack producer for Comm.empty: the classic DLManagedTensor in a capsule named "dltensor" over
+ * memory the Python layer owns. The tensor holds a reference to `owner` and drops it, under the
+ * GIL, when its consumer calls the deleter (or when the capsule dies unconsumed). The structs are
+ * DLPack's own layout (dlpack.h), spelled here so the build needs no DLPack header. */
+%{
+typedef struct { int32_t device_type, device_id; } gcswig_dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } gcswig_dl_dtype;
+typedef struct {
+  void *data;
+  gcswig_dl_device device;
+  int32_t ndim;
+  gcswig_dl_dtype dtype;
+  int64_t *shape, *strides; /* strides NULL: C order */
+  uint64_t byte_offset;
+} gcswig_dl_tensor;
+typedef struct gcswig_dl_managed {
+  gcswig_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct gcswig_dl_managed *self);
+} gcswig_dl_managed;
+typedef struct {
+  gcswig_dl_managed managed; /* first, so the managed tensor's address is the block's */
+  PyObject *owner;
+  int64_t shape[32];
+} gcswig_dl_block;
+
+static void gcswig_dl_delete(gcswig_dl_managed *m) {
+  gcswig_dl_block *b = (gcswig_dl_block *)m;
+  PyGILState_STATE gil = PyGILState_Ensure(); /* consumers may call from any thread */
+  Py_XDECREF(b->owner);
+  PyGILState_Release(gil);
+  free(b);
+}
+
+static void gcswig_dl_capsule_free(PyObject *capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return; /* consumed: renamed, the consumer owns it */
+  gcswig_dl_managed *m = (gcswig_dl_managed *)PyCapsule_GetPointer(capsule, "dltensor");
+  if (m && m->deleter) m->deleter(m);
+}
+%}
+%inline %{
+static PyObject *gcswig_dlpack(PyObject *owner, size_t address, PyObject *shape, int code, int bits,
+                               int device_type, int device_id) {
+  PyObject *dims = PySequence_Fast(shape, "shape must be a sequence of integers");
+  if (!dims) return NULL;
+  Py_ssize_t ndim = PySequence_Fast_GET_SIZE(dims);
+  gcswig_dl_block *b = ndim <= 32 ? (gcswig_dl_block *)calloc(1, sizeof *b) : NULL;
+  if (!b) {
+    Py_DECREF(dims);
+    return ndim <= 32 ? PyErr_NoMemory() : PyErr_Format(PyExc_ValueError, "more than 32 dimensions");
+  }
+  for (Py_ssize_t i = 0; i < ndim; i++) {
+    b->shape[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(dims, i));
+    if (b->shape[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(dims);
+      free(b);
+      return NULL;
+    }
+  }
+  Py_DECREF(dims);
+  gcswig_dl_tensor *t = &b->managed.dl_tensor;
+  t->data = (void *)(uintptr_t)address;
+  t->device.device_type = device_type;
+  t->device.device_id = device_id;
+  t->ndim = (int32_t)ndim;
+  t->dtype.code = (uint8_t)code;
+  t->dtype.bits = (uint8_t)bits;
+  t->dtype.lanes = 1;
+  t->shape = b->shape;
+  b->managed.manager_ctx = b;
+  b->managed.deleter = gcswig_dl_delete;
+  Py_INCREF(owner);
+  b->owner = owner;
+  PyObject *capsule = PyCapsule_New(&b->managed, "dltensor", gcswig_dl_capsule_free);
+  if (!capsule) gcswig_dl_delete(&b->managed);
+  return capsule;
+}
+%}
+
 /* ============================================================================================= */
 #elif defined(SWIGGO)
 /* Go: uintptr for pointers and handles, one-element slices for outputs, `error` for results. */

@@ -16,7 +16,7 @@ def pytest_unconfigure(config):
         _shared.pop().close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # the torch and cupy fixtures, module-scoped, take it
 def comm():
     # MPI_COMM_WORLD without mpi4py: the bindings start MPI and finish it at exit.
     if not _shared:
