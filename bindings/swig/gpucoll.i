@@ -398,7 +398,7 @@ static PyObject *gcswig_dlpack(PyObject *owner, size_t address, PyObject *shape,
 /* Go: uintptr for pointers and handles, one-element slices for outputs, `error` for results. */
 
 %{
-/* "" on success, else "<code number> fn: GC_ERR_X: message" for the Go side to parse. */
+/* "" on success, else "<code number> fn: GC_ERR_X: message": gcswigError splits it. */
 static _Thread_local char gcswig_go_text[1400]; /* copied into a Go string before the call returns */
 static const char *gcswig_go_result(gc_result_t rc, const char *fn) {
   char msg[1300];
@@ -409,32 +409,22 @@ static const char *gcswig_go_result(gc_result_t rc, const char *fn) {
 }
 %}
 
+%go_import("errors", "strconv", "strings")
 %insert(go_wrapper) %{
-// Error is a failed gpucoll call: Code is the result name ("GC_ERR_TIMEOUT"), Value its number,
-// Message the full text (function, code and the library's detailed message).
-type Error struct {
-	Value   int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
+// NewError makes the error of a failed call from its result code and full message; the package
+// gpucoll sets it so that every call returns a *gpucoll.Error.
+var NewError = func(value int, message string) error { return errors.New(message) }
 
 func gcswigError(s string) error {
 	if s == "" {
 		return nil
 	}
-	v := 0
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		v = v*10 + int(s[i]-'0')
-		i++
+	number, message, _ := strings.Cut(s, " ")
+	value, err := strconv.Atoi(number)
+	if err != nil {
+		return NewError(int(GC_ERR_INTERNAL), s)
 	}
-	msg := s
-	if i < len(s) {
-		msg = s[i+1:]
-	}
-	return &Error{Value: v, Code: Gc_result_name(v), Message: msg}
+	return NewError(value, message)
 }
 %}
 
