@@ -314,7 +314,7 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 %typemap(argout) gc_comm_t *out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(tmp$argnum, $*1_descriptor, 0)); %}
 
-/* DLPack producer for Comm.empty: the classic DLManagedTensor in a capsule named "dltensor" over
+/* DLPack for the Python layer, producer and consumer. Producer (Comm.empty): the classic DLManagedTensor in a capsule named "dltensor" over
  * memory the Python layer owns. The tensor holds a reference to `owner` and drops it, under the
  * GIL, when its consumer calls the deleter (or when the capsule dies unconsumed). The structs are
  * DLPack's own layout (dlpack.h), spelled here so the build needs no DLPack header. */
@@ -390,6 +390,39 @@ static PyObject *gcswig_dlpack(PyObject *owner, size_t address, PyObject *shape,
   PyObject *capsule = PyCapsule_New(&b->managed, "dltensor", gcswig_dl_capsule_free);
   if (!capsule) gcswig_dl_delete(&b->managed);
   return capsule;
+}
+
+/* DLPack consumer: the fields of a "dltensor" capsule's tensor as (data, device_type, device_id,
+ * code, bits, lanes, shape, strides or None, byte_offset), strides in elements. The capsule is
+ * read, not consumed: its destructor still frees the tensor when the caller drops it. */
+static PyObject *gcswig_dlpack_fields(PyObject *capsule) {
+  gcswig_dl_managed *m = (gcswig_dl_managed *)PyCapsule_GetPointer(capsule, "dltensor");
+  if (!m) return NULL;
+  const gcswig_dl_tensor *t = &m->dl_tensor;
+  if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
+    return PyErr_Format(PyExc_ValueError, "DLPack tensor with ndim %d and no shape", (int)t->ndim);
+  PyObject *shape = PyTuple_New(t->ndim);
+  PyObject *strides = t->strides ? PyTuple_New(t->ndim) : Py_None;
+  if (strides == Py_None) Py_INCREF(strides);
+  if (!shape || !strides) goto fail;
+  for (int32_t i = 0; i < t->ndim; i++) {
+    PyObject *d = PyLong_FromLongLong(t->shape[i]);
+    if (!d) goto fail;
+    PyTuple_SET_ITEM(shape, i, d);
+    if (t->strides) {
+      PyObject *st = PyLong_FromLongLong(t->strides[i]);
+      if (!st) goto fail;
+      PyTuple_SET_ITEM(strides, i, st);
+    }
+  }
+  return Py_BuildValue("(KiiiiiNNK)", (unsigned long long)(uintptr_t)t->data,
+                       (int)t->device.device_type, (int)t->device.device_id, (int)t->dtype.code,
+                       (int)t->dtype.bits, (int)t->dtype.lanes, shape, strides,
+                       (unsigned long long)t->byte_offset);
+fail:
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  return NULL;
 }
 %}
 

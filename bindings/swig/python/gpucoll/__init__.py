@@ -12,7 +12,6 @@ Failures raise gpucoll.Error subclasses (InvalidArgument, Timeout, ...) carrying
 ("GC_ERR_TIMEOUT"), .value, .message (the library's detailed message) and .function.
 """
 
-import ctypes as _ctypes
 import math as _math
 import numbers as _numbers
 import os as _os
@@ -231,24 +230,6 @@ def _typestr_code(typestr, function, what):
     return _check_dtype(_dtype_code(_TYPESTR.get(typestr[1:], typestr)), typestr, function, what)
 
 
-class _DLDevice(_ctypes.Structure):
-    _fields_ = [("device_type", _ctypes.c_int32), ("device_id", _ctypes.c_int32)]
-
-
-class _DLDataType(_ctypes.Structure):
-    _fields_ = [("code", _ctypes.c_uint8), ("bits", _ctypes.c_uint8), ("lanes", _ctypes.c_uint16)]
-
-
-class _DLTensor(_ctypes.Structure):
-    _fields_ = [("data", _ctypes.c_void_p), ("device", _DLDevice), ("ndim", _ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", _ctypes.POINTER(_ctypes.c_int64)),
-                ("strides", _ctypes.POINTER(_ctypes.c_int64)), ("byte_offset", _ctypes.c_uint64)]
-
-
-_capsule_pointer = _ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = _ctypes.c_void_p
-_capsule_pointer.argtypes = [_ctypes.py_object, _ctypes.c_char_p]
-
 # DLPack (type code, bits) -> gpucoll dtype name; codes 10 and 12 are float8_e4m3fn / e5m2.
 _DL_DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (2, 64): "float64",
               (0, 32): "int32", (0, 64): "int64", (1, 8): "uint8", (10, 8): "fp8_e4m3",
@@ -257,24 +238,24 @@ _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
 
 def _from_dlpack(obj, function, what):
-    # The capsule is not consumed (not renamed), so its destructor frees the DLManagedTensor;
+    # The capsule is read, not consumed (not renamed), so its destructor frees the tensor;
     # _Buffer.keep holds it until the call returns. The producer syncs to the legacy stream.
     capsule = obj.__dlpack__()
-    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    if t.device.device_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED):
+    data, device_type, _, dl_code, bits, lanes, shape, strides, offset = \
+        _s.gcswig_dlpack_fields(capsule)
+    if device_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED):
         _fail(InvalidArgument, function, "%s lives on DLPack device type %d, not CPU or CUDA"
-              % (what, t.device.device_type))
-    if t.dtype.lanes != 1:
+              % (what, device_type))
+    if lanes != 1:
         _fail(InvalidArgument, function, "%s has vector lanes" % what)
-    key = (t.dtype.code, t.dtype.bits)
+    key = (dl_code, bits)
     code = _check_dtype(_dtype_code(_DL_DTYPES.get(key, "")), "DLPack %s" % (key,), function, what)
-    shape = [t.shape[i] for i in range(t.ndim)]
-    itemsize = t.dtype.bits // 8
-    strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
+    itemsize = bits // 8
+    strides = None if strides is None else [st * itemsize for st in strides]
     if not _c_contiguous(shape, strides, itemsize):
         _fail(InvalidArgument, function, "%s is not contiguous" % what)
-    ptr = (t.data or 0) + t.byte_offset
-    device = t.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
+    ptr = (data or 0) + offset
+    device = device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
     return _Buffer(obj, ptr, shape, code, device, False, keep=capsule)
 
 
