@@ -314,12 +314,124 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 %typemap(argout) gc_comm_t *out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(tmp$argnum, $*1_descriptor, 0)); %}
 
+/* DLPack for the Python layer, producer and consumer. Producer (Comm.empty): the classic DLManagedTensor in a capsule named "dltensor" over
+ * memory the Python layer owns. The tensor holds a reference to `owner` and drops it, under the
+ * GIL, when its consumer calls the deleter (or when the capsule dies unconsumed). The structs are
+ * DLPack's own layout (dlpack.h), spelled here so the build needs no DLPack header. */
+%{
+typedef struct { int32_t device_type, device_id; } gcswig_dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } gcswig_dl_dtype;
+typedef struct {
+  void *data;
+  gcswig_dl_device device;
+  int32_t ndim;
+  gcswig_dl_dtype dtype;
+  int64_t *shape, *strides; /* strides NULL: C order */
+  uint64_t byte_offset;
+} gcswig_dl_tensor;
+typedef struct gcswig_dl_managed {
+  gcswig_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct gcswig_dl_managed *self);
+} gcswig_dl_managed;
+typedef struct {
+  gcswig_dl_managed managed; /* first, so the managed tensor's address is the block's */
+  PyObject *owner;
+  int64_t shape[32];
+} gcswig_dl_block;
+
+static void gcswig_dl_delete(gcswig_dl_managed *m) {
+  gcswig_dl_block *b = (gcswig_dl_block *)m;
+  PyGILState_STATE gil = PyGILState_Ensure(); /* consumers may call from any thread */
+  Py_XDECREF(b->owner);
+  PyGILState_Release(gil);
+  free(b);
+}
+
+static void gcswig_dl_capsule_free(PyObject *capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return; /* consumed: renamed, the consumer owns it */
+  gcswig_dl_managed *m = (gcswig_dl_managed *)PyCapsule_GetPointer(capsule, "dltensor");
+  if (m && m->deleter) m->deleter(m);
+}
+%}
+%inline %{
+static PyObject *gcswig_dlpack(PyObject *owner, size_t address, PyObject *shape, int code, int bits,
+                               int device_type, int device_id) {
+  PyObject *dims = PySequence_Fast(shape, "shape must be a sequence of integers");
+  if (!dims) return NULL;
+  Py_ssize_t ndim = PySequence_Fast_GET_SIZE(dims);
+  gcswig_dl_block *b = ndim <= 32 ? (gcswig_dl_block *)calloc(1, sizeof *b) : NULL;
+  if (!b) {
+    Py_DECREF(dims);
+    return ndim <= 32 ? PyErr_NoMemory() : PyErr_Format(PyExc_ValueError, "more than 32 dimensions");
+  }
+  for (Py_ssize_t i = 0; i < ndim; i++) {
+    b->shape[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(dims, i));
+    if (b->shape[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(dims);
+      free(b);
+      return NULL;
+    }
+  }
+  Py_DECREF(dims);
+  gcswig_dl_tensor *t = &b->managed.dl_tensor;
+  t->data = (void *)(uintptr_t)address;
+  t->device.device_type = device_type;
+  t->device.device_id = device_id;
+  t->ndim = (int32_t)ndim;
+  t->dtype.code = (uint8_t)code;
+  t->dtype.bits = (uint8_t)bits;
+  t->dtype.lanes = 1;
+  t->shape = b->shape;
+  b->managed.manager_ctx = b;
+  b->managed.deleter = gcswig_dl_delete;
+  Py_INCREF(owner);
+  b->owner = owner;
+  PyObject *capsule = PyCapsule_New(&b->managed, "dltensor", gcswig_dl_capsule_free);
+  if (!capsule) gcswig_dl_delete(&b->managed);
+  return capsule;
+}
+
+/* DLPack consumer: the fields of a "dltensor" capsule's tensor as (data, device_type, device_id,
+ * code, bits, lanes, shape, strides or None, byte_offset), strides in elements. The capsule is
+ * read, not consumed: its destructor still frees the tensor when the caller drops it. */
+static PyObject *gcswig_dlpack_fields(PyObject *capsule) {
+  gcswig_dl_managed *m = (gcswig_dl_managed *)PyCapsule_GetPointer(capsule, "dltensor");
+  if (!m) return NULL;
+  const gcswig_dl_tensor *t = &m->dl_tensor;
+  if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
+    return PyErr_Format(PyExc_ValueError, "DLPack tensor with ndim %d and no shape", (int)t->ndim);
+  PyObject *shape = PyTuple_New(t->ndim);
+  PyObject *strides = t->strides ? PyTuple_New(t->ndim) : Py_None;
+  if (strides == Py_None) Py_INCREF(strides);
+  if (!shape || !strides) goto fail;
+  for (int32_t i = 0; i < t->ndim; i++) {
+    PyObject *d = PyLong_FromLongLong(t->shape[i]);
+    if (!d) goto fail;
+    PyTuple_SET_ITEM(shape, i, d);
+    if (t->strides) {
+      PyObject *st = PyLong_FromLongLong(t->strides[i]);
+      if (!st) goto fail;
+      PyTuple_SET_ITEM(strides, i, st);
+    }
+  }
+  return Py_BuildValue("(KiiiiiNNK)", (unsigned long long)(uintptr_t)t->data,
+                       (int)t->device.device_type, (int)t->device.device_id, (int)t->dtype.code,
+                       (int)t->dtype.bits, (int)t->dtype.lanes, shape, strides,
+                       (unsigned long long)t->byte_offset);
+fail:
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  return NULL;
+}
+%}
+
 /* ============================================================================================= */
 #elif defined(SWIGGO)
 /* Go: uintptr for pointers and handles, one-element slices for outputs, `error` for results. */
 
 %{
-/* "" on success, else "<code number> fn: GC_ERR_X: message" for the Go side to parse. */
+/* "" on success, else "<code number> fn: GC_ERR_X: message": gcswigError splits it. */
 static _Thread_local char gcswig_go_text[1400]; /* copied into a Go string before the call returns */
 static const char *gcswig_go_result(gc_result_t rc, const char *fn) {
   char msg[1300];
@@ -330,32 +442,22 @@ static const char *gcswig_go_result(gc_result_t rc, const char *fn) {
 }
 %}
 
+%go_import("errors", "strconv", "strings")
 %insert(go_wrapper) %{
-// Error is a failed gpucoll call: Code is the result name ("GC_ERR_TIMEOUT"), Value its number,
-// Message the full text (function, code and the library's detailed message).
-type Error struct {
-	Value   int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
+// NewError makes the error of a failed call from its result code and full message; the package
+// gpucoll sets it so that every call returns a *gpucoll.Error.
+var NewError = func(value int, message string) error { return errors.New(message) }
 
 func gcswigError(s string) error {
 	if s == "" {
 		return nil
 	}
-	v := 0
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		v = v*10 + int(s[i]-'0')
-		i++
+	number, message, _ := strings.Cut(s, " ")
+	value, err := strconv.Atoi(number)
+	if err != nil {
+		return NewError(int(GC_ERR_INTERNAL), s)
 	}
-	msg := s
-	if i < len(s) {
-		msg = s[i+1:]
-	}
-	return &Error{Value: v, Code: Gc_result_name(v), Message: msg}
+	return NewError(value, message)
 }
 %}
 

@@ -75,7 +75,8 @@ def main():
         print("gpucoll %s vs NCCL %s: all-reduce of %s on %d GPUs (p2p %s), us per call"
               % (gpucoll.version(), ".".join(map(str, torch.cuda.nccl.version())), args.dtype,
                  size, comm.p2p_ready))
-        print("%12s %12s %12s %10s %8s" % ("bytes", "gpucoll_us", "nccl_us", "nccl/gc", "check"))
+        print("%12s %12s %12s %12s %10s %8s"
+              % ("bytes", "gpucoll_us", "symmetric_us", "nccl_us", "nccl/gc", "check"))
     for nbytes in (parse_size(s) for s in args.sizes.split(",")):
         n = max(1, nbytes // torch.tensor([], dtype=dtype).element_size())
         gen = torch.Generator(device="cuda").manual_seed(1234 + rank)
@@ -96,12 +97,19 @@ def main():
                         args.iters, args.warmup)
         nccl_us = time_us(lambda: dist.all_reduce(b, op=dist.ReduceOp.AVG), args.iters,
                           args.warmup)
+        # The same in place on symmetric memory (Comm.empty): the kernels' path with no copy.
+        sym = comm.empty(n, args.dtype, like="torch")
+        sym.copy_(x)
+        sym_us = time_us(lambda: comm.allreduce(sym, out=sym, op="avg", stream=stream),
+                         args.iters, args.warmup)
+        del sym
+        comm.free_unused()  # collective: every rank dropped its array
         # The slowest rank's time is the collective's time; gpucoll reduces it on the host.
-        gc_us, nccl_us = comm.allreduce(np.array([gc_us, nccl_us]), op="max")
+        gc_us, sym_us, nccl_us = comm.allreduce(np.array([gc_us, sym_us, nccl_us]), op="max")
         all_ok = comm.allreduce(np.array([0 if ok else 1], np.int32))[0] == 0
         if rank == 0:
-            print("%12d %12.1f %12.1f %10.2f %8s"
-                  % (n * x.element_size(), gc_us, nccl_us, nccl_us / gc_us,
+            print("%12d %12.1f %12.1f %12.1f %10.2f %8s"
+                  % (n * x.element_size(), gc_us, sym_us, nccl_us, nccl_us / gc_us,
                      "ok" if all_ok else "MISMATCH"))
         if not all_ok:
             status = 1

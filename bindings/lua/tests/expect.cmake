@@ -1,5 +1,7 @@
 # expect.cmake — runs CMD (a |-separated list) and checks its exit status and output (ctest -P driver).
 # -DCMD=a|b|c  -DEXPECT=regex (on stdout+stderr)  [-DEXPECT_FAIL=1: the command must fail]  [-DTIMEOUT=s]
+# [-DREJECT=regex: the output must not match it]  [-DEXPECT_LINES=regex: matched with every newline
+# of the output turned into '~', so a regex can anchor whole lines (CMake's has no \n)]
 string(REPLACE "|" ";" cmd "${CMD}")
 if(NOT TIMEOUT)
   set(TIMEOUT 60)
@@ -20,4 +22,11 @@ elseif(NOT rc STREQUAL "0")
 endif()
 if(DEFINED EXPECT AND NOT all MATCHES "${EXPECT}")
   message(FATAL_ERROR "output does not match: ${EXPECT}")
+endif()
+if(DEFINED REJECT AND all MATCHES "${REJECT}")
+  message(FATAL_ERROR "output matches what it must not: ${REJECT}")
+endif()
+string(REPLACE "\n" "~" all_lines "${all}")
+if(DEFINED EXPECT_LINES AND NOT all_lines MATCHES "${EXPECT_LINES}")
+  message(FATAL_ERROR "output lines do not match: ${EXPECT_LINES}")
 endif()

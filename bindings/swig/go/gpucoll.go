@@ -1,9 +1,12 @@
 // Package gpucoll runs gpucoll's multi-GPU collectives (NCCL-like, over MPI) from Go.
 //
-// It wraps internal/raw, which SWIG generates from bindings/swig/gpucoll.i (the CMake build stages
-// this module with it under build/bindings/swig/go/gpucoll). Host buffers are typed slices;
-// device buffers and CUDA streams are uintptr. Every call returns an error, a *gpucoll.Error
-// (Code "GC_ERR_...", Message with the library's detailed message) when the library fails.
+// It wraps internal/raw, which the go tool generates with SWIG from gpucoll.i; cgo finds
+// gpucoll.i, gpucoll.h, libgpucoll and MPI through `pkg-config gpucoll` (set PKG_CONFIG_PATH to
+// the install's lib/pkgconfig). Host buffers are typed slices; device buffers and CUDA streams are
+// uintptr. A failed call returns a *gpucoll.Error (Code "GC_ERR_...", Message with the library's
+// detailed message) that matches its result's sentinel with errors.Is:
+//
+//	if errors.Is(err, gpucoll.ErrTimeout) { ... }
 //
 //	comm, err := gpucoll.NewComm() // MPI_COMM_WORLD; starts MPI if no one has
 //	defer gpucoll.Finalize()
@@ -12,6 +15,7 @@
 package gpucoll
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -20,8 +24,40 @@ import (
 )
 
 // Error is a failed gpucoll call: Code is the result name ("GC_ERR_TIMEOUT"), Value its number,
-// Message the function, the code and the library's detailed message.
-type Error = raw.Error
+// Message the function, the code and the library's detailed message. It unwraps to its Result,
+// so errors.Is(err, gpucoll.ErrInvalidArgument) holds for an invalid argument.
+type Error struct {
+	Value   int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap gives the sentinel of the error's result code.
+func (e *Error) Unwrap() error { return Result(e.Value) }
+
+// Result is a gpucoll result code (gc_result_t); each failing one is a sentinel error below.
+type Result int
+
+func (r Result) Error() string { return raw.Gc_result_name(int(r)) }
+
+// The sentinels, one per failing gc_result_t, for errors.Is.
+var (
+	ErrInvalidArgument = Result(raw.GC_ERR_INVALID_ARGUMENT)
+	ErrInvalidUsage    = Result(raw.GC_ERR_INVALID_USAGE)
+	ErrUnsupported     = Result(raw.GC_ERR_UNSUPPORTED)
+	ErrCUDA            = Result(raw.GC_ERR_CUDA)
+	ErrMPI             = Result(raw.GC_ERR_MPI)
+	ErrSystem          = Result(raw.GC_ERR_SYSTEM)
+	ErrTimeout         = Result(raw.GC_ERR_TIMEOUT)
+	ErrRemote          = Result(raw.GC_ERR_REMOTE)
+	ErrInternal        = Result(raw.GC_ERR_INTERNAL)
+	ErrStreamTimeout   = Result(raw.GC_ERR_STREAM_TIMEOUT)
+)
+
+// Every raw call's failure becomes an *Error.
+func init() { raw.NewError = newError }
 
 // DType is an element type of the collectives.
 type DType int32
@@ -186,7 +222,7 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	err := raw.Gc_comm_destroy(c.h)
-	if e, ok := err.(*Error); !ok || e.Value != int(raw.GC_ERR_STREAM_TIMEOUT) {
+	if !errors.Is(err, ErrStreamTimeout) {
 		c.h = 0
 	}
 	return err

@@ -423,7 +423,7 @@ func TestDestroyErrorMessage(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	var e *Error
-	err = raw.Gc_comm_destroy(h) // no longer live: refused, nothing freed twice
+	err = raw.Gc_comm_destroy(h) // not live any more: refused, nothing freed twice
 	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_USAGE" || !strings.Contains(e.Message, "not a live communicator") {
 		t.Fatalf("second destroy: got %v", err)
 	}
@@ -450,5 +450,30 @@ func TestAutoTuneSaveLoad(t *testing.T) {
 	}
 	if err := comm.LoadTuning("/nonexistent-dir/x.tune"); err == nil {
 		t.Fatalf("LoadTuning of a missing file succeeded")
+	}
+}
+
+// Every failing result code has its sentinel, and a library failure matches its own only.
+func TestSentinels(t *testing.T) {
+	sentinels := []Result{ErrInvalidArgument, ErrInvalidUsage, ErrUnsupported, ErrCUDA, ErrMPI,
+		ErrSystem, ErrTimeout, ErrRemote, ErrInternal, ErrStreamTimeout}
+	if len(sentinels) != int(raw.GC_NUM_RESULTS)-1 {
+		t.Fatalf("%d sentinels for %d failing result codes", len(sentinels), int(raw.GC_NUM_RESULTS)-1)
+	}
+	for i, s := range sentinels {
+		if int(s) != i+1 || s.Error() != raw.Gc_result_name(i+1) {
+			t.Fatalf("sentinel %d is %d (%q), want %d (%q)", i, int(s), s.Error(), i+1, raw.Gc_result_name(i+1))
+		}
+	}
+	buf := make([]float32, 8)
+	err := Broadcast(comm, buf, buf, comm.Size()+3)
+	if !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("bad root: %v does not match ErrInvalidArgument alone", err)
+	}
+	if got := fmt.Sprintf("%T", err); got != "*gpucoll.Error" {
+		t.Fatalf("bad root: error type %s, want *gpucoll.Error", got)
+	}
+	if err := raw.Gc_op_from_name("xor", []int32{0}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("gc_op_from_name(xor): %v, want ErrInvalidArgument", err)
 	}
 }

@@ -67,7 +67,7 @@ if {![catch {gpucoll::gc_op_from_name xor} msg] ||
 
 foreach a [list $send $recv $mine $all] { gpucoll::delete_doubleArray $a }
 gpucoll::gc_comm_destroy $comm
-# Destroying it again fails with the library's message (the handle is no longer live).
+# Destroying it again fails with the library's message (the handle is not live any more).
 if {![catch {gpucoll::gc_comm_destroy $comm} msg] ||
     ![string match "gc_comm_destroy: GC_ERR_INVALID_USAGE: *not a live communicator*" $msg]} {
   puts stderr "rank $rank: FAIL: a second destroy gave '$msg'"

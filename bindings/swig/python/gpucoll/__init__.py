@@ -12,14 +12,23 @@ Failures raise gpucoll.Error subclasses (InvalidArgument, Timeout, ...) carrying
 ("GC_ERR_TIMEOUT"), .value, .message (the library's detailed message) and .function.
 """
 
-import ctypes
-import math
-import sys
+import math as _math
+import numbers as _numbers
+import os as _os
+import sys as _sys
+import warnings as _warnings
+import weakref as _weakref
 
 from . import gpucoll_swig as _s
 from . import _gpucoll_swig as _m
 
-__all__ = ["Comm", "Error", "version", "params_table", "partition", "dtype_size"]
+# The SWIG modules stay reachable as gpucoll.gpucoll_swig (_sys.modules), not in the namespace.
+for _sub in ("gpucoll_swig", "_gpucoll_swig"):
+    globals().pop(_sub, None)
+del _sub
+
+__version__ = _s.gc_get_version()
+__all__ = ["Comm", "Error", "version", "params_table", "partition", "dtype_size", "__version__"]
 
 # Error and one subclass per result code, made by the C module from GC_RESULT_MAP.
 Error = _m.Error
@@ -33,6 +42,10 @@ for _name in dir(_m):
 del _name, _obj
 
 InvalidArgument = _ERRORS["GC_ERR_INVALID_ARGUMENT"]
+
+
+def __dir__():
+    return sorted(__all__)
 InvalidUsage = _ERRORS["GC_ERR_INVALID_USAGE"]
 
 
@@ -89,7 +102,7 @@ def _dtype_code_of(dtype):
         return dtype if 0 <= dtype < _s.GC_NUM_DTYPES else None
     if isinstance(dtype, str) or type(dtype).__module__ == "torch":
         return _dtype_code(dtype)
-    np = sys.modules.get("numpy")
+    np = _sys.modules.get("numpy")
     if np is not None:
         try:
             return _dtype_code(np.dtype(dtype).name)
@@ -117,12 +130,62 @@ def _want_dtype(dtype, function):
 
 
 def _enum(from_name, value, what, function):
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
+    if not isinstance(value, str):
+        raise TypeError("%s: %s must be a name (str), not %s" % (function, what, type(value).__name__))
     try:
-        return from_name(str(value))
+        return from_name(value)
     except InvalidArgument:
         _fail(InvalidArgument, function, "unknown %s %r" % (what, value))
+
+
+# mpi4py's reduction operators that gpucoll has, by their attribute names in mpi4py.MPI.
+_MPI_OPS = {"SUM": "sum", "PROD": "prod", "MIN": "min", "MAX": "max"}
+
+
+def _op_code(op, function):
+    """gpucoll op number of a name ("sum", "avg", ...) or an mpi4py operator (MPI.SUM, MPI.MAX, ...)."""
+    if isinstance(op, str):
+        return _enum(_s.gc_op_from_name, op, "op", function)
+    mpi = _sys.modules.get("mpi4py.MPI")
+    if mpi is not None and isinstance(op, mpi.Op):
+        for attr, name in _MPI_OPS.items():
+            if op == getattr(mpi, attr):
+                return _s.gc_op_from_name(name)
+        raise ValueError("%s: mpi4py operator %r has no gpucoll counterpart (gpucoll takes "
+                         "MPI.SUM, MPI.PROD, MPI.MIN, MPI.MAX or the names %s)"
+                         % (function, op, ", ".join(_op_names())))
+    raise TypeError("%s: op must be an op name (%s) or an mpi4py operator, not %s"
+                    % (function, ", ".join(_op_names()), type(op).__name__))
+
+
+def _op_names():
+    return [_s.gc_op_name(i) for i in range(_s.GC_NUM_OPS)]
+
+
+def _int(value, name, function, minimum=None):
+    """value as an int: integers only (not bool, not float), at least `minimum` when given."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+        raise TypeError("%s: %s must be an integer, not %s" % (function, name, type(value).__name__))
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError("%s: %s must be at least %d, not %d" % (function, name, minimum, value))
+    return value
+
+
+def _real(value, name, function):
+    if isinstance(value, bool) or not isinstance(value, _numbers.Real):
+        raise TypeError("%s: %s must be a number, not %s" % (function, name, type(value).__name__))
+    return float(value)
+
+
+def _path(path, function):
+    """A file name: str or os.PathLike (bytes paths too), never another type made into text."""
+    if not isinstance(path, (str, bytes, _os.PathLike)):
+        raise TypeError("%s: path must be a str or os.PathLike, not %s"
+                        % (function, type(path).__name__))
+    return _os.fsdecode(_os.fspath(path))
 
 
 # ---- arrays --------------------------------------------------------------------------------
@@ -135,7 +198,7 @@ class _Buffer:
         self.obj, self.ptr, self.shape, self.dtype = obj, ptr, tuple(shape), dtype
         self.device, self.readonly, self.keep = device, readonly, keep
         self.stream = stream  # the producer's stream to wait for (__cuda_array_interface__), or None
-        self.nelem = math.prod(int(d) for d in self.shape)
+        self.nelem = _math.prod(int(d) for d in self.shape)
 
 
 def _c_contiguous(shape, strides, itemsize):
@@ -162,28 +225,10 @@ _TYPESTR = {"f4": "float32", "f2": "float16", "f8": "float64", "i4": "int32", "i
 
 
 def _typestr_code(typestr, function, what):
-    if typestr[0] not in "<|=" and sys.byteorder == "little":
+    if typestr[0] not in "<|=" and _sys.byteorder == "little":
         _fail(InvalidArgument, function, "%s is big-endian (%s)" % (what, typestr))
     return _check_dtype(_dtype_code(_TYPESTR.get(typestr[1:], typestr)), typestr, function, what)
 
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 # DLPack (type code, bits) -> gpucoll dtype name; codes 10 and 12 are float8_e4m3fn / e5m2.
 _DL_DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (2, 64): "float64",
@@ -193,24 +238,24 @@ _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
 
 def _from_dlpack(obj, function, what):
-    # The capsule is not consumed (not renamed), so its destructor frees the DLManagedTensor;
+    # The capsule is read, not consumed (not renamed), so its destructor frees the tensor;
     # _Buffer.keep holds it until the call returns. The producer syncs to the legacy stream.
     capsule = obj.__dlpack__()
-    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    if t.device.device_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED):
+    data, device_type, _, dl_code, bits, lanes, shape, strides, offset = \
+        _s.gcswig_dlpack_fields(capsule)
+    if device_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED):
         _fail(InvalidArgument, function, "%s lives on DLPack device type %d, not CPU or CUDA"
-              % (what, t.device.device_type))
-    if t.dtype.lanes != 1:
+              % (what, device_type))
+    if lanes != 1:
         _fail(InvalidArgument, function, "%s has vector lanes" % what)
-    key = (t.dtype.code, t.dtype.bits)
+    key = (dl_code, bits)
     code = _check_dtype(_dtype_code(_DL_DTYPES.get(key, "")), "DLPack %s" % (key,), function, what)
-    shape = [t.shape[i] for i in range(t.ndim)]
-    itemsize = t.dtype.bits // 8
-    strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
+    itemsize = bits // 8
+    strides = None if strides is None else [st * itemsize for st in strides]
     if not _c_contiguous(shape, strides, itemsize):
         _fail(InvalidArgument, function, "%s is not contiguous" % what)
-    ptr = (t.data or 0) + t.byte_offset
-    device = t.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
+    ptr = (data or 0) + offset
+    device = device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
     return _Buffer(obj, ptr, shape, code, device, False, keep=capsule)
 
 
@@ -243,7 +288,7 @@ def _buffer(obj, function, what, writable=False):
     """Parses an array-like into a _Buffer; raises InvalidArgument for what gpucoll cannot take."""
     if obj is None:
         _fail(InvalidArgument, function, "%s is None" % what)
-    np = sys.modules.get("numpy")
+    np = _sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
         if not obj.flags.c_contiguous:
             _fail(InvalidArgument, function, "%s is not C-contiguous (use numpy.ascontiguousarray)"
@@ -330,7 +375,7 @@ def _gathered_shape(shape, parts):
 
 # ---- communicator --------------------------------------------------------------------------
 def _world_fint():
-    mpi = sys.modules.get("mpi4py.MPI")
+    mpi = _sys.modules.get("mpi4py.MPI")
     if mpi is not None:  # the program already runs MPI through mpi4py
         return mpi.COMM_WORLD.py2f()
     fint = _s.gcswig_world()  # MPI_Init here (finished at exit) unless MPI already runs
@@ -351,18 +396,25 @@ class Comm:
     def __init__(self, mpi4py_comm=None, *, device=-1, use_gpu=True, local_size=0,
                  staging_bytes=0, timeout_ms=0):
         self._h = None
+        self._blocks = []  # (address, weakref to its _SymmetricBlock), in allocation order
+        f = "Comm"
         if mpi4py_comm is None:
             fint = _world_fint()
-        elif isinstance(mpi4py_comm, int):
+        elif isinstance(mpi4py_comm, int) and not isinstance(mpi4py_comm, bool):
             fint = mpi4py_comm
-        else:
+        elif callable(getattr(mpi4py_comm, "py2f", None)):
             fint = mpi4py_comm.py2f()
+        else:
+            raise TypeError("Comm: expected an mpi4py communicator, its Fortran handle (int) or "
+                            "None, not %s" % type(mpi4py_comm).__name__)
+        if not isinstance(use_gpu, bool):
+            raise TypeError("Comm: use_gpu must be True or False, not %s" % type(use_gpu).__name__)
         cfg = _s.gc_config_t()
-        cfg.device = int(device)
+        cfg.device = _int(device, "device", f, -1)
         cfg.use_gpu = 1 if use_gpu else 0
-        cfg.local_size = int(local_size)
-        cfg.staging_bytes = int(staging_bytes)
-        cfg.timeout_ms = int(timeout_ms)
+        cfg.local_size = _int(local_size, "local_size", f, 0)
+        cfg.staging_bytes = _int(staging_bytes, "staging_bytes", f, 0)
+        cfg.timeout_ms = _int(timeout_ms, "timeout_ms", f, 0)
         self._h = _s.gc_comm_init_f(fint, cfg)
 
     # -- lifetime
@@ -372,15 +424,21 @@ class Comm:
         stays open; close again on every rank once that work ends."""
         h, self._h = self._h, None
         if h is not None:
+            alive = sum(1 for _, ref in self._blocks if ref() is not None)
+            if alive:
+                _warnings.warn("gpucoll.Comm.close: %d array(s) from Comm.empty are still alive; "
+                               "their memory is freed now and must not be used" % alive,
+                               ResourceWarning, stacklevel=2)
             try:
                 _s.gc_comm_destroy(h)
             except StreamTimeout:
                 self._h = h
                 raise
+            self._blocks = []  # gc_comm_destroy freed what gc_mem_alloc gave
 
     def abort(self, errorcode=1):
         """Not collective: stops device waiters and MPI_Abort()s; for a rank whose peers are gone."""
-        _s.gc_comm_abort(self._handle("abort"), int(errorcode))
+        _s.gc_comm_abort(self._handle("abort"), _int(errorcode, "errorcode", "abort"))
 
     @property
     def closed(self):
@@ -432,7 +490,7 @@ class Comm:
 
     def peer_access(self, peer):
         """True when this rank's GPU can read and write the GPU of local rank `peer`."""
-        return bool(_s.gc_comm_peer_access(self._handle("peer_access"), int(peer)))
+        return bool(_s.gc_comm_peer_access(self._handle("peer_access"), _int(peer, "peer", "peer_access", 0)))
 
     def synchronize(self, stream=None):
         """Waits for `stream` and reports any error a kernel recorded (Timeout). Gives up after
@@ -447,16 +505,16 @@ class Comm:
         code = _want_dtype(dtype, "autotune")
         if code is None:
             _fail(InvalidArgument, "autotune", "needs a dtype; gpucoll has %s" % ", ".join(_DTYPE_NAMES))
-        _s.gc_autotune(self._handle("autotune"), int(max_bytes), code)
+        _s.gc_autotune(self._handle("autotune"), _int(max_bytes, "max_bytes", "autotune", 1), code)
         return self.algo_table
 
     def tune_save(self, path):
         """Writes the tuned rows to `path` (rank 0 writes; collective)."""
-        _s.gc_tune_save(self._handle("tune_save"), str(path))
+        _s.gc_tune_save(self._handle("tune_save"), _path(path, "tune_save"))
 
     def tune_load(self, path):
         """Reads tuned rows saved by tune_save (rank 0 reads and broadcasts; collective)."""
-        _s.gc_tune_load(self._handle("tune_load"), str(path))
+        _s.gc_tune_load(self._handle("tune_load"), _path(path, "tune_load"))
 
     def tune_reset(self):
         """Goes back to the built-in dispatch table."""
@@ -471,16 +529,18 @@ class Comm:
         opts = _s.gc_options_t()
         if algo is not None:
             opts.algo = _enum(_s.gc_algo_from_name, algo, "algorithm", function)
-        opts.max_blocks = int(max_blocks or 0)
+        opts.max_blocks = _int(max_blocks or 0, "max_blocks", function, 0)
+        if pdl is not None and not isinstance(pdl, bool):
+            raise TypeError("%s: pdl must be True, False or None, not %s" % (function, type(pdl).__name__))
         opts.pdl = 0 if pdl is None else 1 if pdl else -1  # None: the communicator's GC_PDL
-        opts.scale = float(scale)
+        opts.scale = _real(scale, "scale", function)
         out_code = in_code
         if out_dtype is not None:
             out_code = _want_dtype(out_dtype, function)
             opts.out_dtype = out_code
         if add is not None:
             a = _buffer(add, function, "add")
-            n = math.prod(out_shape)
+            n = _math.prod(out_shape)
             if a.dtype != in_code:
                 _fail(InvalidArgument, function, "add has dtype %s, the input %s"
                       % (_DTYPE_NAMES[a.dtype], _DTYPE_NAMES[in_code]))
@@ -510,7 +570,7 @@ class Comm:
                 _fail(InvalidArgument, function, "out is read-only")
         else:
             recv = _buffer(out, function, "out", writable=True)
-        n = math.prod(shape)
+        n = _math.prod(shape)
         if recv.nelem != n:
             _fail(InvalidArgument, function, "out has %d elements, expected %d" % (recv.nelem, n))
         if recv.dtype != code:
@@ -531,7 +591,7 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
                                    s.shape, keep)
         out, r = self._output(f, s, out, s.shape, code)
-        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        op, st = _op_code(op, f), _stream(stream, f)
         self._wait_producers(h, st, s, r, *keep)
         _s.gc_allreduce_ex(s.ptr, r.ptr, s.nelem, s.dtype, op, h, st, opts)
         return out
@@ -551,7 +611,7 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
                                    keep)
         out, r = self._output(f, s, out, shape, code)
-        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        op, st = _op_code(op, f), _stream(stream, f)
         self._wait_producers(h, st, s, r, *keep)
         c_function(s.ptr, r.ptr, n, s.dtype, op, h, st, opts)
         return out
@@ -583,6 +643,7 @@ class Comm:
         s = _buffer(send, f, "send")
         if len(s.shape) != 2:
             _fail(InvalidArgument, f, "send must be 2-D, not of shape %s" % (s.shape,))
+        axis = _int(axis, "axis", f)
         if axis not in (0, 1):
             _fail(InvalidArgument, f, "axis must be 0 or 1, not %r" % (axis,))
         rows, cols = s.shape
@@ -592,7 +653,7 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
                                    keep)
         out, r = self._output(f, s, out, shape, code)
-        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        op, st = _op_code(op, f), _stream(stream, f)
         self._wait_producers(h, st, s, r, *keep)
         _s.gc_reducescatter_2d(s.ptr, r.ptr, rows, cols, axis, s.dtype, op, h, st, opts)
         return out
@@ -626,7 +687,7 @@ class Comm:
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
                                    s.shape, keep)
         out, r = self._output(f, s, out, shape, code)
-        op, st = _enum(_s.gc_op_from_name, op, "op", f), _stream(stream, f)
+        op, st = _op_code(op, f), _stream(stream, f)
         self._wait_producers(h, st, s, r, *keep)
         _s.gc_allreduce_allgather(s.ptr, r.ptr, s.nelem, s.dtype, op, h, st, opts)
         return out
@@ -643,7 +704,8 @@ class Comm:
         out, r = self._output(f, s, out, s.shape, code)
         st = _stream(stream, f)
         self._wait_producers(h, st, s, r)
-        _s.gc_broadcast_ex(s.ptr, r.ptr, s.nelem, s.dtype, int(root), h, st, opts)
+        root = _int(root, "root", f, 0)
+        _s.gc_broadcast_ex(s.ptr, r.ptr, s.nelem, s.dtype, root, h, st, opts)
         return out
 
     # -- memory helpers
@@ -652,19 +714,20 @@ class Comm:
         b = _buffer(array, "fill_random", "array", writable=True)
         h = self._handle("fill_random")
         self._wait_producers(h, -1, b)  # on the communicator's own stream: wait for every one
-        _s.gc_fill_random(h, b.ptr, b.nelem, b.dtype, int(seed))
+        _s.gc_fill_random(h, b.ptr, b.nelem, b.dtype, _int(seed, "seed", "fill_random", 0))
         return array
 
     def buffer_alloc(self, nbytes, on_device=True):
         """Local allocation: device memory of this rank's GPU, or pinned host memory; an int."""
-        return _s.gc_buffer_alloc(self._handle("buffer_alloc"), int(nbytes), 1 if on_device else 0)
+        return _s.gc_buffer_alloc(self._handle("buffer_alloc"), _int(nbytes, "nbytes", "buffer_alloc", 1),
+                                  1 if on_device else 0)
 
     def buffer_free(self, ptr):
         _s.gc_buffer_free(self._handle("buffer_free"), int(ptr))
 
     def mem_alloc(self, nbytes):
         """Collective, symmetric allocation the collectives use in place (zero-copy); an int."""
-        return _s.gc_mem_alloc(self._handle("mem_alloc"), int(nbytes))
+        return _s.gc_mem_alloc(self._handle("mem_alloc"), _int(nbytes, "nbytes", "mem_alloc", 1))
 
     def mem_free(self, ptr):
         """Collective. StreamTimeout: nothing was freed; free again on every rank later."""
@@ -673,3 +736,168 @@ class Comm:
     def memcpy(self, dst, src, nbytes):
         """Blocking copy between two integer addresses (host or device)."""
         _s.gc_memcpy(self._handle("memcpy"), int(dst), int(src), int(nbytes))
+
+    # -- the fused all-reduce + RMSNorm + FP8
+    def allreduce_rmsnorm_fp8(self, send, gamma, out=None, scales=None, *, epsilon=1e-6,
+                              weight_offset=0.0, scale_ub=0.0, residual=None, residual_out=None,
+                              out_dtype="fp8_e4m3", algo=None, max_blocks=0, pdl=None, stream=None):
+        """send (rows x cols, or one row) all-reduced (sum) plus residual, then per row
+        y = x / sqrt(mean(x^2) + epsilon) * (gamma + weight_offset) quantized to out_dtype
+        (fp8_e4m3 or fp8_e5m2) with one float32 scale a row. Returns (out, scales), new unless
+        given. residual_out, when given, receives x. A numpy out may be uint8 (the fp8 codes); a
+        new numpy out is one too unless ml_dtypes is installed."""
+        f = "allreduce_rmsnorm_fp8"
+        h = self._handle(f)
+        s = _buffer(send, f, "send")
+        if len(s.shape) not in (1, 2):
+            _fail(InvalidArgument, f, "send must be 1-D or 2-D, not of shape %s" % (s.shape,))
+        rows, cols = s.shape if len(s.shape) == 2 else (1, s.shape[0])
+        out_code = _want_dtype(out_dtype, f)
+        keep = [s]
+        norm = _s.gc_rmsnorm_fp8_t()
+        norm.out_dtype = out_code
+        norm.epsilon = _real(epsilon, "epsilon", f)
+        norm.weight_offset = _real(weight_offset, "weight_offset", f)
+        norm.scale_ub = _real(scale_ub, "scale_ub", f)
+        norm.gamma = self._like(f, "gamma", gamma, s, cols, s.dtype, keep).ptr
+        if residual is not None:
+            norm.residual = self._like(f, "residual", residual, s, rows * cols, s.dtype, keep).ptr
+        if residual_out is not None:
+            norm.residual_out = self._like(f, "residual_out", residual_out, s, rows * cols, s.dtype,
+                                           keep, writable=True).ptr
+        if out is None:
+            out = self._fp8_like(s, out_code, f)
+        o = self._like(f, "out", out, s, rows * cols, out_code, keep, writable=True, codes_ok=True)
+        if scales is None:
+            scales = _empty_like(s, (rows,), _dtype_code("float32"), f)
+        sc = self._like(f, "scales", scales, s, rows, _dtype_code("float32"), keep, writable=True)
+        opts, _ = self._options(f, algo, max_blocks, pdl, 1.0, None, None, s.dtype, s.shape, keep)
+        st = _stream(stream, f)
+        self._wait_producers(h, st, *keep)
+        _s.gc_allreduce_rmsnorm_fp8(s.ptr, o.ptr, sc.ptr, rows, cols, s.dtype, norm, h, st, opts)
+        return out, scales
+
+    @staticmethod
+    def _like(function, what, obj, send, nelem, code, keep, writable=False, codes_ok=False):
+        """An argument array with nelem elements of dtype code, where send is (host or device);
+        codes_ok: a uint8 array stands for an fp8 one (its codes)."""
+        b = _buffer(obj, function, what, writable=writable)
+        uint8 = _dtype_code("uint8")
+        if b.dtype != code and not (codes_ok and b.dtype == uint8):
+            _fail(InvalidArgument, function, "%s has dtype %s, expected %s"
+                  % (what, _DTYPE_NAMES[b.dtype], _DTYPE_NAMES[code]))
+        if b.nelem != nelem:
+            _fail(InvalidArgument, function, "%s has %d elements, expected %d" % (what, b.nelem, nelem))
+        if b.device != send.device:
+            _fail(InvalidArgument, function, "send and %s must both be on the host or on a device"
+                  % what)
+        keep.append(b)
+        return b
+
+    @staticmethod
+    def _fp8_like(send, code, function):
+        """A new fp8 output like send; numpy without ml_dtypes gets uint8 (the codes)."""
+        if _is_torch(send.obj) or send.device:
+            return _empty_like(send, send.shape, code, function)
+        try:
+            import ml_dtypes  # noqa: F401 (numpy's fp8 dtypes)
+        except ImportError:
+            import numpy as np
+            return np.empty(send.shape, dtype=np.uint8)
+        return _empty_like(send, send.shape, code, function)
+
+    # -- symmetric memory as arrays
+    def empty(self, shape, dtype="float32", like="torch"):
+        """Collective: a new array of `shape` and `dtype` on symmetric memory (gc_mem_alloc),
+        which the collectives use in place with no copy: like="torch" or "cupy" (device or, on
+        a host-only rank, host memory), "numpy" (host only). Made through DLPack; the array
+        keeps this communicator alive.
+
+        gc_mem_free is collective, so an array's death frees nothing by itself: its memory goes
+        back at free_unused() (collective: what every rank has dropped) or close() (everything;
+        an array still alive then must not be used again)."""
+        f = "empty"
+        h = self._handle(f)
+        if isinstance(shape, bool) or not isinstance(shape, (_numbers.Integral, tuple, list)):
+            raise TypeError("empty: shape must be an integer or a tuple of integers, not %s"
+                            % type(shape).__name__)
+        shape = (shape,) if isinstance(shape, _numbers.Integral) else tuple(shape)
+        shape = tuple(_int(d, "each dimension of shape", f, 0) for d in shape)
+        code = _want_dtype(dtype, f)
+        if like not in ("torch", "cupy", "numpy"):
+            raise ValueError("empty: like must be 'torch', 'cupy' or 'numpy', not %r" % (like,))
+        module = __import__(like)  # before the collective allocation: a missing one fails alone
+        itemsize = _s.gc_dtype_size(code)
+        nbytes = max(_math.prod(shape) * itemsize, itemsize)
+        block = _SymmetricBlock(self, _s.gc_mem_alloc(h, nbytes), nbytes)
+        self._blocks.append((block.ptr, _weakref.ref(block)))
+        device = self.device
+        if like == "numpy":  # numpy's from_dlpack makes read-only arrays: its own protocol
+            if device >= 0:
+                _fail(InvalidArgument, f, "like='numpy' is for host memory; this rank's "
+                      "symmetric memory is on device %d (use torch or cupy)" % device)
+            return module.asarray(_HostView(block, shape, _numpy_dtype(code)))
+        dl_device = (_DL_CUDA, device) if device >= 0 else (_DL_CPU, 0)
+        return module.from_dlpack(_DLPackView(block, shape, code, dl_device))
+
+    def free_unused(self):
+        """Collective: frees the symmetric memory of Comm.empty arrays that every rank has
+        dropped; returns how many blocks went back."""
+        h = self._handle("free_unused")
+        if not self._blocks:
+            return 0
+        import numpy as np
+        dropped = np.array([ref() is None for _, ref in self._blocks], dtype=np.int32)
+        everywhere = self.allreduce(dropped, op="min", algo="mpi")
+        kept = []
+        for (ptr, ref), gone in zip(self._blocks, everywhere):
+            if gone:
+                _s.gc_mem_free(h, ptr)
+            else:
+                kept.append((ptr, ref))
+        freed = len(self._blocks) - len(kept)
+        self._blocks = kept
+        return freed
+
+
+class _SymmetricBlock:
+    """One gc_mem_alloc block behind a Comm.empty array: the DLPack tensor holds it, it holds
+    the communicator. Its death frees nothing (gc_mem_free is collective; see Comm.empty)."""
+
+    __slots__ = ("comm", "ptr", "nbytes", "__weakref__")
+
+    def __init__(self, comm, ptr, nbytes):
+        self.comm, self.ptr, self.nbytes = comm, ptr, nbytes
+
+
+class _HostView:
+    """What numpy.asarray takes for host symmetric memory; the array keeps it (and the block)."""
+
+    __slots__ = ("_block", "__array_interface__")
+
+    def __init__(self, block, shape, dtype):
+        self._block = block
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                    "data": (block.ptr, False), "descr": dtype.descr}
+
+
+# gpucoll dtype name -> DLPack (type code, bits), the inverse of _DL_DTYPES.
+_DL_CODES = {name: key for key, name in _DL_DTYPES.items()}
+
+
+class _DLPackView:
+    """What from_dlpack() takes: __dlpack__ gives a capsule over the block (made by the C module)."""
+
+    __slots__ = ("_block", "_shape", "_code", "_device")
+
+    def __init__(self, block, shape, code, device):
+        self._block, self._shape, self._code, self._device = block, shape, code, device
+
+    def __dlpack__(self, stream=None, **kwargs):
+        # The memory is new: no work on any stream to wait for.
+        dl_code, bits = _DL_CODES[_DTYPE_NAMES[self._code]]
+        return _s.gcswig_dlpack(self._block, self._block.ptr, self._shape, dl_code, bits,
+                                self._device[0], self._device[1])
+
+    def __dlpack_device__(self):
+        return self._device

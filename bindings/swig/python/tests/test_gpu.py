@@ -176,3 +176,25 @@ def test_device_errors(comm, torch):
         comm.allreduce(torch.zeros(8, 8, device="cuda").t())
     with pytest.raises(gpucoll.InvalidArgument, match="host or on a device"):
         comm.allreduce(torch.zeros(8, device="cuda"), out=np.zeros(8, np.float32))
+
+
+@pytest.mark.parametrize("like", ["torch", "cupy"])
+def test_empty_is_device_symmetric_memory(comm, torch, like):
+    """Comm.empty on a GPU rank: a CUDA tensor/array over gc_mem_alloc memory (DLPack, no copy),
+    all-reduced in place there; freed collectively once every rank dropped it."""
+    module = torch if like == "torch" else need("cupy")
+    a = comm.empty((comm.size, 1000), "float32", like=like)
+    if like == "torch":
+        assert a.is_cuda and a.device.index == comm.device and a.dtype == torch.float32
+        a.fill_(comm.rank + 1)
+    else:
+        assert a.device.id == comm.device and a.dtype == module.float32
+        a.fill(comm.rank + 1)
+    ptr = a.data_ptr() if like == "torch" else a.data.ptr
+    assert ptr == comm._blocks[-1][0]  # the array is the symmetric block itself
+    comm.allreduce(a, out=a)
+    comm.synchronize()
+    want = comm.size * (comm.size + 1) / 2
+    assert float(a.min()) == want and float(a.max()) == want
+    del a
+    assert comm.free_unused() == 1

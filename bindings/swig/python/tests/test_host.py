@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import gpucoll
+from gpucoll import gpucoll_swig as _swig
 
 DTYPES = [np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8]
 
@@ -220,7 +221,7 @@ def test_allreduce_rmsnorm_fp8_through_the_swig_module(comm):
     """The fused all-reduce + RMSNorm + FP8 as the SWIG module wraps it: gc_rmsnorm_fp8_t starts
     from GC_RMSNORM_FP8_INIT, pointers (scales too) are integer addresses; the result against a
     float64 reference of gpucoll.h's formulas."""
-    s = gpucoll.gpucoll_swig
+    s = _swig
     rows, cols = 3, 37
     i = np.arange(rows * cols)
 
@@ -305,7 +306,7 @@ def test_library_error_raises_subclass_with_code_and_message(comm):
 def test_failure_without_a_comm_reports_its_own_message(comm):
     """A failing call that takes no communicator, after calls that took one but return no result
     code (algo_table, gc_comm_last_error), reports its own message, not that communicator's."""
-    s = gpucoll.gpucoll_swig
+    s = _swig
     with pytest.raises(gpucoll.InvalidArgument):  # leaves a message in comm's slot
         comm.broadcast(np.zeros(8, np.float32), root=comm.size + 3)
     assert comm.algo_table
@@ -322,12 +323,12 @@ def test_failure_without_a_comm_reports_its_own_message(comm):
 
 
 def test_failed_destroy_reports_the_library_message():
-    s = gpucoll.gpucoll_swig
+    s = _swig
     c = gpucoll.Comm()
     h = c._h
     c.close()
     with pytest.raises(gpucoll.InvalidUsage) as info:
-        s.gc_comm_destroy(h)  # a handle no longer live: refused, nothing freed twice
+        s.gc_comm_destroy(h)  # a handle not live any more: refused, nothing freed twice
     assert "not a live communicator" in info.value.message
     assert info.value.function == "gc_comm_destroy"
 
@@ -341,7 +342,7 @@ def test_close_keeps_the_communicator_while_a_device_stays_busy(monkeypatch):
     def busy(handle):
         raise gpucoll.StreamTimeout("gc_comm_destroy: work on this rank's GPU did not finish")
 
-    monkeypatch.setattr(gpucoll.gpucoll_swig, "gc_comm_destroy", busy)
+    monkeypatch.setattr(_swig, "gc_comm_destroy", busy)
     with pytest.raises(gpucoll.StreamTimeout):
         c.close()
     assert not c.closed and c._h == h
@@ -443,7 +444,7 @@ class _CudaArray:
 
 
 def test_cuda_array_interface_stream_and_mask(comm, monkeypatch):
-    s = gpucoll.gpucoll_swig
+    s = _swig
     waited = []
     real = s.gc_synchronize
 
