@@ -4,10 +4,11 @@
  * Route agreement (every rank of a call must take the same route): the call's arguments that MPI
  * requires to match (datatype, op, count, root, communicator) decide alike on every rank with no
  * communication. What differs by rank (buffer kind, device, a failed gpucoll communicator) is
- * agreed with one PMPI_Allreduce(MPI_LAND) of "this rank can serve it" the first time a
- * (communicator, buffer kind) pair is seen, and again whenever this rank's own answer for that
- * pair changes; the result is cached on the communicator. GC_MPI_SHIM_AGREE=always agrees on
- * every call instead. */
+ * agreed with one PMPI_Allreduce(MPI_LAND) of "this rank can serve it" the first time this rank
+ * sees a (communicator, buffer kind) pair; the answer is cached on the communicator and reused
+ * without communication. That is safe for programs whose ranks pass the same kind of buffer
+ * (all host or all device) in every call on a communicator; GC_MPI_SHIM_AGREE=always agrees on
+ * every call for programs that do not. */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -27,7 +28,6 @@ typedef struct shim_comm {
   int device;                   /* gc's CUDA device */
   int failed;                   /* making gc failed on some rank: never again */
   int agreed[GCM_NUM_KINDS];    /* the last agreed answer per buffer kind, UNKNOWN before */
-  int local[GCM_NUM_KINDS];     /* this rank's answer that went into it */
 } shim_comm_t;
 
 static int keyval = MPI_KEYVAL_INVALID;
@@ -107,7 +107,7 @@ static shim_comm_t *get_state(MPI_Comm comm) {
   shim_comm_t *sc = calloc(1, sizeof *sc);
   if (!sc) return NULL;
   sc->device = -1;
-  for (int k = 0; k < GCM_NUM_KINDS; k++) sc->agreed[k] = sc->local[k] = UNKNOWN;
+  for (int k = 0; k < GCM_NUM_KINDS; k++) sc->agreed[k] = UNKNOWN;
   if (PMPI_Comm_set_attr(comm, keyval, sc) != MPI_SUCCESS) {
     free(sc);
     return NULL;
@@ -138,38 +138,50 @@ static int make_gc(MPI_Comm comm, shim_comm_t *sc, int device) {
   return all;
 }
 
-/* Fills in the communicator's part of `a`, agrees where needed; 1 (and *out) for gpucoll. */
+enum { ROUTE_MPI, ROUTE_GPUCOLL, ROUTE_REFUSED };
+
+/* Fills in the communicator's part of `a`, agrees where needed; ROUTE_GPUCOLL (and *out) when
+ * gpucoll serves the call, ROUTE_REFUSED when this rank cannot follow its peers there. */
 static int choose_route(const char *name, int count, MPI_Comm comm, gcm_call_attrs_t *a,
                         int device, shim_comm_t **out) {
   int inter = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return ROUTE_MPI;
   a->inter = inter;
   gcm_reason_t reason = gcm_local_reason(a);
   if (gcm_reason_uniform(reason)) {
     log_route(name, count, 0, reason);
-    return 0;
+    return ROUTE_MPI;
   }
   shim_comm_t *sc = get_state(comm);
-  if (!sc) return 0;
+  if (!sc) return ROUTE_MPI;
   a->comm_failed = sc->failed;
   a->buffers_on_comm_device = device >= 0 && (!sc->gc || device == sc->device);
   reason = gcm_local_reason(a);
   int kind = gcm_call_kind(a), can = reason == GCM_REASON_OK;
-  if (agree_always() || sc->agreed[kind] == UNKNOWN || sc->local[kind] != can) {
+  /* Agree only where every rank agrees too: never on a change of this rank's own answer alone. */
+  if (agree_always() || sc->agreed[kind] == UNKNOWN) {
     int all = all_can(comm, can);
     if (all && !sc->gc) all = make_gc(comm, sc, device);
     sc->agreed[kind] = all;
-    sc->local[kind] = sc->failed ? 0 : can;
+  }
+  if (sc->agreed[kind] && !can) {
+    /* The peers go to gpucoll on the cached answer: refuse through the error handler rather than
+     * take another route than theirs. */
+    log_route(name, count, 0, reason);
+    fprintf(stderr, "gpucoll-mpi: %s: %s after the ranks agreed on gpucoll for this buffer kind; "
+            "set GC_MPI_SHIM_AGREE=always\n", name, gcm_reason_text(reason));
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return ROUTE_REFUSED;
   }
   int route = sc->agreed[kind] && can;
   log_route(name, count, route, route || !can ? reason : GCM_REASON_PEER);
   *out = sc;
-  return route;
+  return route ? ROUTE_GPUCOLL : ROUTE_MPI;
 }
 
 static int mpi_error(const char *name, MPI_Comm comm, shim_comm_t *sc, gc_result_t r) {
   fprintf(stderr, "gpucoll-mpi: %s: %s: %s\n", name, gc_result_name(r), gc_comm_last_error(sc->gc));
-  int cls = r == GC_ERR_INVALID_ARGUMENT || r == GC_ERR_INVALID_USAGE ? MPI_ERR_ARG : MPI_ERR_OTHER;
+  int cls = gcm_mpi_error_class(r);
   PMPI_Comm_call_errhandler(comm, cls);
   return cls;
 }
@@ -203,8 +215,9 @@ GCM_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_
   a.dtype_ok = gcm_dtype_of(datatype, 1, &dt);
   a.op_ok = gcm_op_of(op, &gop);
   a.count_ok = count > 0;
-  if (!choose_route("MPI_Allreduce", count, comm, &a, call_device(sdev, rdev), &sc))
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  int route = choose_route("MPI_Allreduce", count, comm, &a, call_device(sdev, rdev), &sc);
+  if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
+  if (route == ROUTE_MPI) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   depth++;
   gc_result_t r = gc_allreduce(src, recvbuf, (size_t)count, dt, gop, sc->gc, NULL);
@@ -227,7 +240,9 @@ static int reduce_scatter_gc(const char *name, const void *sendbuf, void *recvbu
   a.op_ok = gcm_op_of(op, &gop);
   a.count_ok = recvcount > 0;
   a.counts_equal = counts_equal;
-  if (!choose_route(name, recvcount, comm, &a, call_device(sdev, rdev), &sc)) return -1;
+  int route = choose_route(name, recvcount, comm, &a, call_device(sdev, rdev), &sc);
+  if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
+  if (route == ROUTE_MPI) return -1;
   PMPI_Comm_rank(comm, &rank);
   size_t block = (size_t)recvcount * gc_dtype_size(dt);
   char *own = (char *)recvbuf + (sendbuf == MPI_IN_PLACE ? (size_t)rank * block : 0);
@@ -278,8 +293,9 @@ GCM_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype se
   a.dtype_ok = gcm_dtype_of(recvtype, 0, &dt);
   a.count_ok = recvcount > 0;
   a.types_match = sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
-  if (!choose_route("MPI_Allgather", recvcount, comm, &a, call_device(sdev, rdev), &sc))
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  int route = choose_route("MPI_Allgather", recvcount, comm, &a, call_device(sdev, rdev), &sc);
+  if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
+  if (route == ROUTE_MPI) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   PMPI_Comm_rank(comm, &rank);
   const void *src = sendbuf != MPI_IN_PLACE
                         ? sendbuf
@@ -300,8 +316,9 @@ GCM_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int roo
   a.recv = buf_kind(buffer, &rdev);
   a.dtype_ok = gcm_dtype_of(datatype, 0, &dt);
   a.count_ok = count > 0 && root >= 0 && root < size;
-  if (!choose_route("MPI_Bcast", count, comm, &a, rdev, &sc))
-    return PMPI_Bcast(buffer, count, datatype, root, comm);
+  int route = choose_route("MPI_Bcast", count, comm, &a, rdev, &sc);
+  if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
+  if (route == ROUTE_MPI) return PMPI_Bcast(buffer, count, datatype, root, comm);
   PMPI_Comm_rank(comm, &rank);
   depth++;
   gc_result_t r = gc_broadcast(rank == root ? buffer : NULL, buffer, (size_t)count, dt, root, sc->gc, NULL);

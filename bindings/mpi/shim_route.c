@@ -79,3 +79,15 @@ int gcm_op_of(MPI_Op op, gc_op_t *out) {
   *out = o;
   return 1;
 }
+
+int gcm_mpi_error_class(gc_result_t r) {
+  switch (r) {
+    case GC_SUCCESS: return MPI_SUCCESS;
+    case GC_ERR_INVALID_ARGUMENT: return MPI_ERR_ARG;
+    case GC_ERR_INVALID_USAGE: return MPI_ERR_OTHER;
+    case GC_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    case GC_ERR_SYSTEM: return MPI_ERR_NO_MEM;
+    case GC_ERR_MPI: return MPI_ERR_INTERN;
+    default: return MPI_ERR_OTHER; /* CUDA, timeouts, a failed peer, internal errors */
+  }
+}

@@ -22,7 +22,7 @@ typedef enum gcm_call_kind { GCM_KIND_HOST, GCM_KIND_DEVICE, GCM_KIND_MIXED, GCM
   XX(DTYPE, 1, "datatype has no gpucoll dtype")                                      \
   XX(OP, 1, "op is not MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX")                       \
   XX(INTERCOMM, 1, "intercommunicator")                                              \
-  XX(COUNT, 1, "count is zero or root out of range")                                      \
+  XX(COUNT, 1, "count is zero or root out of range")                     \
   XX(TYPES_DIFFER, 1, "send and receive datatypes or counts differ")                 \
   XX(UNEQUAL_COUNTS, 1, "receive counts differ between ranks")                       \
   XX(HOST, 0, "host buffers")                                                        \
@@ -68,5 +68,9 @@ const char *gcm_reason_text(gcm_reason_t reason);
 int gcm_dtype_of(MPI_Datatype type, int reduce, gc_dtype_t *out);
 /* The gpucoll op of a predefined MPI op; 0 when there is none. */
 int gcm_op_of(MPI_Op op, gc_op_t *out);
+
+/* The MPI error class of a gpucoll result: GC_ERR_INVALID_ARGUMENT -> MPI_ERR_ARG,
+ * GC_ERR_UNSUPPORTED -> MPI_ERR_UNSUPPORTED_OPERATION, GC_ERR_MPI -> MPI_ERR_INTERN... */
+int gcm_mpi_error_class(gc_result_t r);
 
 #endif /* GC_SHIM_ROUTE_H */
