@@ -119,6 +119,8 @@ void gc_test_suite_p2p(void);
 void gc_test_suite_tune(void);
 void gc_test_suite_rmsnorm(void);
 void gc_test_suite_mixed(void);
+void gc_test_suite_wire(void);
+void gc_test_suite_wire_gpu(void);
 
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;

@@ -31,6 +31,8 @@ static const struct {
     {"tune", gc_test_suite_tune, 1},
     {"rmsnorm", gc_test_suite_rmsnorm, 1},
     {"mixed", gc_test_suite_mixed, 1},
+    {"wire", gc_test_suite_wire, 0},
+    {"wire_gpu", gc_test_suite_wire_gpu, 1},
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 
