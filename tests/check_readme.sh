@@ -36,7 +36,7 @@ for d, _, files in os.walk(root):
     if "CMakeLists.txt" in files:
         cmakelists += read(os.path.relpath(os.path.join(d, "CMakeLists.txt"), root))
 sources = "".join(read(p) for p in ("lib/gc_internal.h", "lib/include/gpucoll.h", "lib/comm.c",
-                                    "bench/nccl_loader.c", "scripts/common.sh", "scripts/test.sh",
+                                    "bench/nccl/nccl_loader.c", "scripts/common.sh", "scripts/test.sh",
                                     "scripts/run.sh", "scripts/sanitize.sh"))
 bench = read("bench/gpucoll-bench.c")
 bench_flags = set(re.findall(r'"\s+(-[A-Za-z])[, ]', bench)) | set(re.findall(r'(--[a-z][a-z-]+)', bench))
