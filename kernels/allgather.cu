@@ -9,8 +9,8 @@ __global__ void GC_LAUNCH_BOUNDS allgather_kernel(const gc_kargs_t a) {
   if (!sync.barrier()) return;  // every part is in place on every rank
   const size_t es = dtype_size(a.dtype);
   // Start with the next rank's part so the ranks spread their reads over different peers. (Loading
-  // a unit of every part before storing any, n loads in flight, was slower on 4 GPUs: 8 MB 28.9-29.8
-  // against 27.2 us, 4 MB 17.7-19.0 against 17.1-17.4; runs 43-44.)
+  // a unit of every part before storing any, n loads in flight, is slower on 4 GPUs: 8 MB 28.9-29.8
+  // against 27.2 us, 4 MB 17.7-19.0 against 17.1-17.4.)
   for (int step = 0; step < a.peers.nranks; step++) {
     int q = (a.peers.rank + 1 + step) % a.peers.nranks;
     const gc_kregion_t &R = a.region[q];

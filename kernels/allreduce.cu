@@ -160,7 +160,7 @@ __device__ __forceinline__ void chunk_slice(size_t full, size_t packs, int n, in
 // After the last chunk, its copy out of the pub. Every pack of a chunk has the same thread on
 // every rank and in every chunk, and the barriers are per block: so a pub or inbox place is
 // written again (next chunk) only after the block that reads it has passed the barrier that
-// follows its read (run 16 failed with packs spread over blocks). No closing barrier: peers
+// follows its read (packs spread over blocks would break this). No closing barrier: peers
 // write our inbox and pub again only after the next call's first barrier, which we reach only
 // when done with this call.
 // put_bytes (common.cuh) stores to destinations at any offset.

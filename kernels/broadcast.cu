@@ -145,16 +145,16 @@ __device__ __forceinline__ uint32_t first_owned(int r, int root, int owners) {
 
 // Broadcast by writes into every rank's output (a.pub[r], from gc_mem_alloc). The data goes in
 // waves of one `piece`-byte piece per block, block b's k-th piece the b-th of wave k. (First
-// waves of smaller pieces, doubling to `piece`, were tried and measured no faster on 2 or 4 GPUs:
-// runs 36, 42 and 55.) Through owners (two hops): the piece's
+// waves of smaller pieces, doubling to `piece`, are no faster on 2 or 4 GPUs.) Through owners
+// (two hops): the piece's
 // owner is one of the non-root ranks, in turn over k and b so that root's writes spread over all
 // of them; root writes the piece into the owner's output (and its own, out of place) and signals
 // the owner; the owner writes it on to every other rank and signals each of them. A rank waits
 // only for root's signals of the pieces it owns while it forwards them, and for the other owners'
 // pieces once, at the end (each owner's last signal in this block: signals are released in
-// order, so it covers the owner's earlier pieces); waiting for every piece in turn made each
-// block's owners forward one after another (4 x H200, 32 KB pieces: 64 MB 230.0 us before, run
-// 8, and 210.5 after, run 29; 256 MB 964.7 and 790.8). Along the ring (n - 1 hops, one writer per
+// order, so it covers the owner's earlier pieces); waiting for every piece in turn would make each
+// block's owners forward one after another (4 x H200, 32 KB pieces: 64 MB 230.0 us that way against
+// 210.5 this way; 256 MB 964.7 against 790.8). Along the ring (n - 1 hops, one writer per
 // receiver): each rank waits for the piece from the rank before it and writes it on to the rank
 // after it, up to the rank before root. Signals are block b's slots with the value epoch + k + 1,
 // so they only grow and pieces never mix; there is no closing barrier: a rank's kernel ends only
@@ -318,8 +318,8 @@ extern "C" int gc_kernel_broadcast_push(const gc_kargs_t *a, cudaStream_t s) {
   cudaLaunchConfig_t cfg = gc::launch_config(a, s, attr);
   // Pieces: piece_for, at most 64 KB (through owners: 32 KB on 3+ GPUs, 16 KB on 5-8 up to 64 MB):
   // short pipelines for small data (each piece pays a signal), big pieces for large data. 4 x H200,
-  // owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and 215.4 with 64 KB (two forced runs,
-  // run 29). 8 x H200, owners, run 72 (bench/results/forced/bcast8_run72.txt), 16 KB against 32 KB
+  // owners, 64 MB: 210.5 us with 32 KB pieces against 213.9 and 215.4 with 64 KB (two forced
+  // measurements). 8 x H200, owners, 16 KB against 32 KB
   // pieces: 47.74 / 71.82 / 122.7 / 225.7 us at 8 / 16 / 32 / 64 MB against 58.52 / 85.59 / 136.4 /
   // 231.5; 429.8 / 842.6 at 128 / 256 MB against 426.7 / 817.4. The ring keeps 64 KB.
   const size_t bytes = a->count * gc::dtype_size(a->dtype), blocks = (size_t)a->blocks;

@@ -3,7 +3,7 @@
 // copy-in, no barrier). NVLink carries only writes.
 //
 // The grid is 2S blocks: S senders and S reducers, so that writing and reducing overlap (one block
-// doing both in turn left NVLink idle while it reduced: run 22). Stream s (sender s, reducer S + s)
+// doing both in turn leaves NVLink idle while it reduces). Stream s (sender s, reducer S + s)
 // takes pieces j = s, s + S, ... of every part (piece j: bytes [j P, j P + P) of the part); t counts
 // a stream's pieces. With base the stream's running signal value:
 //   sender s:  for each piece t: wait until every peer's reducer s has freed slot t % NB (its

@@ -278,7 +278,8 @@ __device__ __forceinline__ bool is_plain(const gc_kargs_t &a, const void *out) {
 // Writes a reduced pack to out at element `el`: in stores of `granule` bytes (plain_granule),
 // or, with granule 0, element by element through the epilogue (which indexes the add vector
 // with the same element number). An output that is no multiple of 16 bytes off alignment (a
-// reduce-scatter part on 3 GPUs, say) used to take the epilogue's element stores.
+// reduce-scatter part on 3 GPUs, say) goes in store_granule's narrower stores, not the epilogue's
+// element stores.
 template <typename T, typename A, bool VEC>
 __device__ __forceinline__ void store_at(const gc_kargs_t &a, size_t el, const A (&acc)[Pack<T, VEC>::E], void *out,
                                          int granule) {
@@ -351,7 +352,7 @@ struct Deadline {
 // Whether a barrier of the block ran out: cleared when the kernel makes its Sync, set by a
 // waiting thread, read by every thread after the block's __syncthreads. barrier() never clears
 // it: its thread 0 would then write while a slower thread may still read the last outcome
-// (racecheck, runs 215-216). Every caller leaves on a failed barrier.
+// (a race racecheck reports). Every caller leaves on a failed barrier.
 __shared__ int barrier_failed;
 
 // Per-block state of one kernel: the block's epoch, read at entry and written back at exit.
@@ -505,8 +506,8 @@ __device__ __forceinline__ void slice_of(size_t units, int n, int r, size_t *s0,
 // The same split of `packs` in whole 128-byte lines of GC_LINE_PACKS packs (the last one may be
 // partial), for slices that peers read or write: a warp's 512 bytes then cover four whole lines,
 // not parts of five (3-GPU slices of a power-of-two count sat 16-112 bytes off a line). 3 x H200,
-// two-shot all-reduce by writes, bf16: 4 / 16 / 64 MB 24.04 / 75.27 / 283.5 us before, 22.99 /
-// 70.54 / 276.1 after (runs 57 and 58).
+// two-shot all-reduce by writes, bf16: 4 / 16 / 64 MB 22.99 / 70.54 / 276.1 us with
+// whole lines against 24.04 / 75.27 / 283.5 without.
 __device__ __forceinline__ void slice_lines(size_t packs, int n, int r, size_t *p0, size_t *pn) {
   size_t l0, ln;
   slice_of((packs + GC_LINE_PACKS - 1) / GC_LINE_PACKS, n, r, &l0, &ln);
@@ -551,8 +552,8 @@ __device__ __forceinline__ void put_bytes(unsigned char *dst, const unsigned cha
 // Copies nbytes: 16-byte loads once the source is aligned (its first bytes one by one), each
 // stored whole where the destination is aligned too, else in the widest stores its alignment
 // allows. The source is the side that may be a peer's, where wide accesses matter; the stores
-// are local. (Parts of a count that is no multiple of 16 bytes, e.g. on 3 GPUs, used to go byte
-// by byte: run 52, 3 GPUs, all-gather 1 MB 28.3 us against NCCL's 13.9.) Four loads are in flight
+// are local. (Parts of a count that is no multiple of 16 bytes, e.g. on 3 GPUs, would be slow byte
+// by byte: 3 GPUs, all-gather 1 MB 28.3 us against NCCL's 13.9.) Four loads are in flight
 // per thread before their stores, to cover NVLink latency.
 // By threads t of G: the whole grid by default, or one block (copy_bytes(d, s, n, threadIdx.x,
 // blockDim.x)).

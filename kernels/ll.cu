@@ -8,8 +8,8 @@
 // Calls rotate through GC_LL_GENS generations of the area (sig->ll_call % GC_LL_GENS, advanced by
 // the last block to finish). A rank finishes an LL call only once every rank has started it: the
 // reducing calls and the all-gather need every rank's data; a broadcast, whose root needs
-// nobody's, waits at its end for every rank's "started" word (ll_started; without it the root ran
-// calls ahead and overwrote generations not yet read: run 14). So a rank that starts call c knows
+// nobody's, waits at its end for every rank's "started" word (ll_started; without it the root runs
+// calls ahead and overwrites generations not yet read). So a rank that starts call c knows
 // every rank finished call c - 2, and generation c % GC_LL_GENS was last read in call c - 3.
 // A generation holds rows of 16-byte packs:
 //   all-reduce      every rank writes its input into row `me` of every rank's area, then reduces
@@ -29,8 +29,8 @@ namespace gc {
 // and stored as elements [k * E, k * E + E) of a.recv (width elements in all) by the thread that
 // wrote pack k of every part. False once a wait times out. Granules are constants (a run-time one
 // made this loop spill). SPLIT: an output 4 or 8 bytes off a 16-byte boundary (a reduce-scatter
-// part in place on 3 GPUs, say) takes split stores, not the epilogue's element stores, which were
-// 0.4-1.6 us slower at 1 KB - 1 MB (runs 91-92); the all-reduce, whose output is the caller's
+// part in place on 3 GPUs, say) takes split stores, not the epilogue's element stores, which are
+// 0.4-1.6 us slower at 1 KB - 1 MB; the all-reduce, whose output is the caller's
 // pointer, goes without (with the branches ptxas held its bf16 and fp16 kernels to 64 registers
 // and 24-112 bytes of spills).
 template <typename T, typename A, int OPK, bool SPLIT>
@@ -60,7 +60,7 @@ __device__ __forceinline__ bool reduce_rows(const gc_kargs_t &a, unsigned char *
 
 // All-reduce: every rank's input into row `me` of every rank's area, then every rank reduces all
 // of it. (The reduce-scatter kernel below computes the same when every part is the whole input,
-// but run 15, all-reducing through it, was 0.3-0.4 us slower at 1-16 KB than run 14 with this.)
+// but all-reducing through it is 0.3-0.4 us slower at 1-16 KB than this.)
 template <typename T, typename A, int OPK>
 __global__ void GC_LAUNCH_BOUNDS allreduce_ll_kernel(const gc_kargs_t a) {
   pdl_begin(a.pdl);
@@ -89,7 +89,7 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_ll_kernel(const gc_kargs_t a) {
   // Part q of our input into row `me` of rank q's area, starting with the next rank; then our
   // part's n rows (thread k wrote pack k of every part: in place is safe). A thread loads its
   // pack of every part before it stores any: a load after a store it may alias waits for that
-  // store, so one part after another would take n load latencies in turn (4 GPUs, run 43: 1 KB
+  // store, so one part after another would take n load latencies in turn (4 GPUs: 1 KB
   // 3.69 against 4.03 us, 256 KB 4.96 against 5.70-5.74).
   auto part = [&](int q) { return (const char *)a.send + a.region[q].in_offset * sizeof(T); };
   auto len = [&](int q) { return a.region[q].width * sizeof(T); };

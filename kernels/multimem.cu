@@ -1,6 +1,6 @@
 // multimem.cu — the all-reduce through an NVLink multicast object (NVLS): the switch reduces.
-// Built, never run on the shared hosts of this project (their operators switch multicast off;
-// DESIGN.md). Checked by its SASS (`multimem_sass` test) and by the host code's unit tests.
+// Built but not exercised on GPUs here: the hosts this project tests on have multicast switched
+// off. Checked by its SASS (`multimem_sass` test) and by the host code's unit tests.
 //
 // Every rank's buffer is one physical allocation bound to the multicast object: `uc` is this
 // rank's own mapping of it, `mc` the multicast mapping (a load through it reduces the same

@@ -14,10 +14,10 @@ __global__ void GC_LAUNCH_BOUNDS reducescatter_kernel(const gc_kargs_t a) {
   // A 1-D region's packs start at its first input element on a 128-byte line (allocations are
   // line-aligned, and so is every peer's input at the same offset): its input offset may be no
   // whole number of packs or lines (a count that is no multiple of 128 bytes: parts on 3 GPUs,
-  // say). Parts off 16 bytes used to take element loads from every peer (run 52, 3 GPUs, 1 GB
-  // 6010 us against NCCL's 2904); parts off a line, a warp's 512 bytes over five lines of each
-  // peer: 3 x H200, 1.47 NVLink bytes per byte read and 1 GB in 2562.6 us (run 56's counters),
-  // 1.26 and 2158.7 us line-aligned (run 57). The elements before and after the packs go one by
+  // say). Element loads from every peer for parts off 16 bytes would be slow (3 GPUs,
+  // 1 GB 6010 us against NCCL's 2904); parts off a line, a warp's 512 bytes over five lines of each
+  // peer: 3 x H200, 1.47 NVLink bytes per byte read and 1 GB in 2562.6 us,
+  // 1.26 and 2158.7 us line-aligned. The elements before and after the packs go one by
   // one.
   constexpr size_t LINE = VEC ? 128 / sizeof(T) : 1;
   const size_t head = R.rows == 1 ? min((LINE - R.in_offset % LINE) % LINE, R.width) : 0;

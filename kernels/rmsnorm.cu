@@ -37,7 +37,7 @@ __device__ __forceinline__ SumMax block_reduce(SumMax v) {
 
 // A block may store into another's shared memory only once that block has started. Each block of
 // a cluster arrives (relaxed) as norm_rows begins, and its first cluster_reduce waits for them all
-// before storing (without, racecheck: "a block that might not have entered yet", run 216).
+// before storing (without, racecheck: "a block that might not have entered yet").
 __device__ __forceinline__ void cluster_arrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -94,7 +94,7 @@ __device__ __forceinline__ void to_fp8(const float (&y)[E], unsigned char (&q)[E
 // input's own 16-byte packs that touch the row, for rows of any width and gamma, residual and x
 // at any offset: the first and last may hold elements of the rows beside it, which are left out,
 // and the row's other arrays go element by element. The inputs (peers' memory) are read 16 bytes
-// at a time there. 2 x H200, 8191 bf16 cols with residual, us, FLAT against ELEMENTS (run 195):
+// at a time there. 2 x H200, 8191 bf16 cols with residual, us, FLAT against ELEMENTS:
 // 1 MB 18.23 / 21.88, 16 MB 79.32 / 121.5, 64 MB 269.5 / 457.7 (the unfused baseline: 470.5).
 enum class Shape { PACKS, ELEMENTS, FLAT };
 
@@ -221,7 +221,7 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
 
     // 2. the quantized row, y = x * r * w times the scale's reciprocal (the same thread reads back
     // what it stored); the format is chosen once per row, not per element. A division per element
-    // cost 0.9 us of a 1-row call (run 185: 2 x H200, bf16, 8192 cols, LL, 6.03 against 5.15 us).
+    // costs 0.9 us of a 1-row call (2 x H200, bf16, 8192 cols, LL, 6.03 against 5.15 us).
     auto quantize = [&](auto format) {
       for (size_t k = kf; k < k1; k += blockDim.x) {
         P x = x_first, g = g_first;
@@ -248,8 +248,8 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
 // Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order. The
 // loads go four ranks at a time (reduce_at issues all eight slots' at once): fewer registers.
 // TAIL (FLAT): a pack reaching past the inputs' `count` elements, the last row's last, is read
-// element by element, zeros past the end: one 16-byte load there read outside the input
-// (memcheck, run 215). PACKS' and ELEMENTS' units lie within the inputs.
+// element by element, zeros past the end: one 16-byte load there would read outside the input
+// (memcheck). PACKS' and ELEMENTS' units lie within the inputs.
 template <typename T, bool VEC, bool TAIL = false>
 struct SumByReads {
   const gc_kargs_t &k;
@@ -283,9 +283,9 @@ struct SumByReads {
 // LOCAL and READS (kernels.h). Two blocks an SM (at most 64 registers a thread, a few spilled):
 // one block's loads overlap the other's reductions and quantizing, and the grid (up to the 256
 // signal rows) is resident at once. 2 x H200, bf16, 8192 cols with residual, forced one-shot, us,
-// two blocks an SM against one (run 177; the register-bound kernel used 113-128 registers):
+// two blocks an SM against one (the register-bound kernel uses 113-128 registers):
 // 4 MB 26.54 / 33.02, 16 MB 67.04 / 84.33, 64 MB 220.5 / 250.0. 256-thread blocks, one or two an
-// SM, were slower from 16 MB (74.84 / 81.95).
+// SM, are slower from 16 MB (74.84 / 81.95).
 template <typename T, Shape S>
 __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_kargs_t a, const gc_knorm_t m) {
   using Sum = SumByReads<T, Units<T, S>::VEC, S == Shape::FLAT>;
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const g
 // rank's LL area (a generation holds n rows of the whole input), then takes the row's packs from
 // its own area as they arrive. Without barriers a peer may be in its next call already, so x is
 // kept at m.x or in shared memory, never in staging.
-// One block an SM: with two (64 registers) it was slower at every size (run 178, 2 x H200, bf16,
+// One block an SM: with two (64 registers) it is slower at every size (2 x H200, bf16,
 // 8192 cols with residual: 256 KB 9.76 against 8.35 us, 2 MB 22.04 against 16.20).
 // S: PACKS, or FLAT where gamma, residual or x sit off 16-byte boundaries on this rank (the LL
 // area's rows are whole packs, so FLAT splits rows as PACKS does and only loads those element by
@@ -395,7 +395,7 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
 
 // A block gets 48 KB of shared memory, static and dynamic together, unless its kernel asks for
 // more: a row of up to 48 KB kept in shared memory needs it (test "rmsnorm rows that fill shared
-// memory"; without it those launches failed with "invalid argument", run 202). The kernels' own
+// memory"; without it those launches fail with "invalid argument"). The kernels' own
 // static shared memory is a few hundred bytes (ptxas), so up to 40 KB of dynamic needs no asking.
 static cudaError_t launch_kernel(cudaLaunchConfig_t &cfg, void (*kernel)(const gc_kargs_t, const gc_knorm_t),
                                  const gc_kargs_t *a, const gc_knorm_t *m) {

@@ -3,9 +3,9 @@
  *
  * Why: on the 4 x H200 host, with every GPU moving data at once, SM reads give ~323 GB/s per GPU,
  * SM writes ~351, and the copy engines ~375-389 in large copies to the peers in turn
- * (bench/results/linkprobe-h200x4.txt, linkprobe-ce2-h200x4.txt). Each GPU issues its copies one
+ * (measured by a link probe). Each GPU issues its copies one
  * after another to the peers in turn (me+1, me+2, ...), so that at every step the GPUs form a
- * permutation: when every GPU copied to the same GPU first, all fell to ~200.
+ * permutation: when every GPU copies to the same GPU first, all fall to ~200.
  *
  * The all-reduce with a reduce kernel runs on the caller's stream (barrier kernels order the
  * GPUs). All-gather, broadcast, reduce-scatter and the all-reduce by copies run on two side
@@ -225,7 +225,7 @@ gc_result_t gc__ce_allreduce(gc_comm_t comm, const struct gc_kargs *base, void *
  * on the compute stream while the next one is scattered, and each GPU's copies go to one peer at a
  * time (~375-385 GB/s here; the reduce-scatter kernel reads peers at ~323, writes reach ~336).
  * Why the output: the inbox rows of the copy-engine reduce-scatter fit the staging area only in
- * pieces of a few MB, and such copies ran at 181-236 GB/s (NOTES.md). */
+ * pieces of a few MB, and such copies run at 181-236 GB/s. */
 gc_result_t gc__ce_allreduce_copies(gc_comm_t comm, const struct gc_kargs *base, const void *send,
                                     void *const recv_peers[], size_t count, size_t es, const void *add, int chunks,
                                     cudaStream_t stream) {
@@ -368,8 +368,8 @@ static int row_of(int n, unsigned sources, int p, int q) {
  *                   to the peers in turn from the next rank (k: the source's place among that
  *                   rank's other sources, counted from the next rank);
  *   compute stream: a barrier, where every piece of chunk c has arrived, then the rows are copied
- *                   into the output by the SMs (local; up to 4% faster than on the copy engine,
- *                   runs 97-98, NOTES.md "Plain buffers").
+ *                   into the output by the SMs (local; up to 4% faster than on the copy engine
+ *                   on H200).
  * A source writes a buffer again only once every rank has copied it out (wait_buffer_free). */
 gc_result_t gc__ce_gather_staged(gc_comm_t comm, const gc_kpeers_t *peers, unsigned sources, const void *src,
                                  void *out, const size_t *off, const size_t *len, cudaStream_t stream) {

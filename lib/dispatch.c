@@ -16,7 +16,7 @@ typedef gc__row_t row_t;
 #define NONE GC_ALGO_AUTO /* no fallback: the row's algorithm takes every dtype */
 
 /* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole output,
- * reduce-scatter: the whole input). From bench/results (4 and 2 x H200, bf16, graph replay, each
+ * reduce-scatter: the whole input). Chosen from the bench (4 and 2 x H200, bf16, graph replay, each
  * algorithm forced; the row comments give the figures): small calls by the barrier-free LL
  * one-shot (float32/16, bf16; other dtypes take the row's fallback) or the push kernels; the
  * all-reduce's middle sizes by the two-shot by writes, large ones by the copy-engine forms
@@ -25,28 +25,28 @@ typedef gc__row_t row_t;
  * to the copy engines past the sizes in the row comments. The copy-engine reduce-scatter ran at
  * 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path and the broadcast by writes
  * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: from 8 x H200,
- * run 69 (bench/results/forced/ll8_*_run69.txt, each algorithm forced, us). */
+ * each algorithm forced, us. */
 static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
-     * 1 MB 7.24 (run 12, one pack per thread) vs two-shot by writes 9.69. */
+     * 1 MB 7.24 (one pack per thread) vs two-shot by writes 9.69. */
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
     /* The two-shot by writes (every chunk in one kernel) against the copy engines, 2 x H200, forced,
-     * us (run 127, bench/results/forced/ar2_*_run127.txt): 55.89 / 108.1 / 204.5 / 389.0 at 16 / 32 /
+     * us: 55.89 / 108.1 / 204.5 / 389.0 at 16 / 32 /
      * 64 / 128 MB against 68.66 / 119.2 / 212.7 / 401.1; 767.6 / 3017.8 at 256 MB / 1 GB against
      * 728.2 / 2774.8. Outputs peers cannot write take it at every size (coll.c `staged`). */
     {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
-    /* 4 GPUs, us (run 14, bench/results/forced/ll4_allreduce_*_run14.txt): LL one-shot 3.62 /
+    /* 4 GPUs, us: LL one-shot 3.62 /
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
      * writes 12.64 / 29.36 / 80.76 / 298.3 at 1 / 4 / 16 / 64 MB against two-shot by reads 15.78 /
-     * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB (ll4_auto_run14.txt). */
-    /* Run 50 (forced/ab_run50.txt): LL one-shot 8.77-8.82 us at 512 KB against the two-shot by
+     * 31.91 / 93.19 / 321.5 and the copy engines' 318.5 at 64 MB. */
+    /* 4 GPUs, forced: LL one-shot 8.77-8.82 us at 512 KB against the two-shot by
      * writes' 9.31-9.34 (128-thread blocks), 14.86-14.98 at 1 MB against 11.81-11.97. */
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
-    /* Run 129 (the two-shot by writes in one kernel, forced/ar4_*_run129.txt): 298.6 / 587.9 /
+    /* 4 GPUs, forced, us, the two-shot by writes in one kernel: 298.6 / 587.9 /
      * 1166.7 at 64 / 128 / 256 MB against the copy engines' 319.8 / 604.9 / 1167.5. 3 GPUs: not
      * measured at 128 MB. */
     {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
@@ -62,10 +62,10 @@ static const row_t rows[] = {
     {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
-     * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced/ll{4,2}_reducescatter_*_run14.txt). */
-    /* 2 GPUs to 4 MB (run 197, forced, us, bench/results/forced/rs2_*_run197.txt): LL 5.92 / 7.51 /
-     * 11.65 / 20.35 at 1 / 2 / 4 / 8 MB against the one-shot's 7.91 / 9.81 / 13.55 / 20.14. The
-     * autotuner found it first (run 196: 4 MB 11.47 against the table's 13.38). */
+     * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced). */
+    /* 2 GPUs to 4 MB (forced, us): LL 5.92 / 7.51 / 11.65 / 20.35 at 1 / 2 / 4 / 8 MB against the
+     * one-shot's 7.91 / 9.81 / 13.55 / 20.14; the autotuner picks LL there too (4 MB 11.47 against
+     * the one-shot's 13.38). */
     {GC_COLL_REDUCESCATTER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_REDUCESCATTER, 2, 4, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     /* 8 GPUs: LL 4.81 / 6.04 / 8.41 / 18.29 at 1 KB / 256 KB / 1 MB / 4 MB against the one-shot's
@@ -73,17 +73,16 @@ static const row_t rows[] = {
      * level (731.8 / 731.7 at 256 MB, 2901.6 / 2866.1 at 1 GB). */
     {GC_COLL_REDUCESCATTER, 5, 8, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     /* From a plain input the one-shot copies every chunk into staging first; past 16 MB the
-     * reduce-scatter by writes, which sends from the input where it is, is faster (run 24,
-     * forced, --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
+     * reduce-scatter by writes, which sends from the input where it is, is faster (forced,
+     * --eager, us, 4 GPUs: 663.9 / 2545.9 vs 864.0 / 3456.2 at 256 MB / 1 GB; 2 GPUs
      * 453.2 / 1633.7 vs 622.4 / 2491.7; at 16 MB the one-shot wins, 60.21 vs 68.20 on 4 GPUs). */
     {GC_COLL_REDUCESCATTER, 1, 8, 16 * MB, GC_ALGO_ONESHOT, NONE, NONE},
     /* 4 GPUs, symmetric input: by writes with the senders' control warp against the one-shot
-     * (run 78, both forced, us, forced/bywrites_control_run78.txt): 320.9 / 618.1 / 1210.3 /
+     * (both forced, us): 320.9 / 618.1 / 1210.3 /
      * 2402.1 at 128 / 256 / 512 MB / 1 GB against 316.8 / 623.4 / 1238.0 / 2447.3. Not on 3
-     * GPUs (a part of 1 GB starts off a 16-byte boundary there): by writes took 2551.9 us
-     * out of place and 4007.4 in place at 1 GB (run 91's matrix, forced/reducescatter-h200x3_run91.txt)
-     * against the one-shot's 2158.7 / 2154.7 (run 57, forced/reducescatter-h200x3_run57.txt) and
-     * 2151.2 / 2152.3 once back on it (run 92). On 4 GPUs coll.c also keeps it off parts that are
+     * GPUs (a part of 1 GB starts off a 16-byte boundary there): by writes takes 2551.9 us
+     * out of place and 4007.4 in place at 1 GB against the one-shot's 2151.2-2158.7 / 2152.3-2154.7
+     * (3 x H200, forced). On 4 GPUs coll.c also keeps it off parts that are
      * off 16-byte boundaries. */
     {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
@@ -92,20 +91,18 @@ static const row_t rows[] = {
     /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2
      * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
     {GC_COLL_ALLGATHER, 2, 2, 256 * KB, GC_ALGO_ONESHOT, NONE, NONE},
-    /* To 4 MB since the autotuner took LL there in runs 196-199: its rows against the table's
-     * one-shot at 4 MB, out of place / in place, us: 12.20 / 12.58 against 13.33 / 12.45 (run 196),
-     * 11.86 / 11.90 against 13.84 / 12.97 (197), 11.84 / 11.97 against 13.38 / 12.31 (198), 11.92 /
-     * 11.85 against 13.52 / 12.58 (199; bench/results/tune-h200x2/). */
+    /* To 4 MB because the autotuner takes LL there in every tuning pass: LL against the one-shot at
+     * 4 MB, out of place / in place, us, over four passes: 11.84-12.20 / 11.85-12.58 against
+     * 13.33-13.84 / 12.31-12.97 (2 x H200). */
     {GC_COLL_ALLGATHER, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 16 * MB, GC_ALGO_ONESHOT, NONE, NONE},
     /* By writes through staging (control warp) against the copy engines and the one-shot, outputs
-     * from gc_mem_alloc, forced, us (run 137, bench/results/forced/ag2_*_run137.txt): 16 MB 39.41 /
+     * from gc_mem_alloc, forced, us: 16 MB 39.41 /
      * 46.26 / 33.98, 32 MB 60.27 / 69.62 / 61.67, 64 MB 107.0 / 114.8 / 120.1, 128 MB 203.2 / 203.2
      * / 233.3, 256 MB 391.6 / 373.3 / 453.6. Outputs peers cannot write, against the staged copy
-     * engines and the one-shot with copy-in, --eager (run 132, bench/results/plain-h200x2/
-     * ag_forced_*_run132.txt; by writes without the control warp there, run 135 with it: 64 MB
-     * 108.2, 256 MB 390.5, 1 GB 1536.9): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 / 138.6,
-     * 256 MB 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
+     * engines and the one-shot with copy-in, --eager (by writes without the control warp; with
+     * it: 64 MB 108.2, 256 MB 390.5, 1 GB 1536.9): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 /
+     * 138.6, 256 MB 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
     {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
     {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, NONE, GC_ALGO_TWOSHOT_PUSH},
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
@@ -118,15 +115,14 @@ static const row_t rows[] = {
     {GC_COLL_ALLGATHER, 5, 8, 64 * MB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_ALLGATHER, 3, 8, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     {GC_COLL_BROADCAST, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
-    /* Broadcast, us (run 17, forced, 1 KB - 4 MB: bench/results/forced/bcast{4,2}_*_run17.txt; run
-     * 18, 1 MB - 256 MB: forced/bcast{4,2}_*_run18.txt). 2 GPUs: the push one-shot 2.97 / 3.18 at
+    /* Broadcast, us (forced, 1 KB - 256 MB). 2 GPUs: the push one-shot 2.97 / 3.18 at
      * 1 / 16 KB against LL's 3.23 / 3.33; LL 3.45 / 3.85 / 5.95 / 14.74 / 52.81 at 64 KB / 256 KB /
      * 1 / 4 / 16 MB against the one-shot's 3.90 / 4.73 / 10.41 / 20.65 and the by-writes kernel's
      * 54.46 at 16 MB; by writes 100.4 / 189.6 at 32 / 64 MB against LL's 105.7 / 211.4; one copy
      * engine copy 721.4 at 256 MB against 733.1. Outputs peers cannot write: LL to 16 MB, then
      * by writes through staging (coll.c p2p_broadcast), faster than the staged copy engines at
-     * every size (run 123: 191.0 / 739.3 / 2925.4 us at 64 / 256 MB / 1 GB against 225.2 / 771.8
-     * / 2949.7; bench/results/plain-h200x2/bc_forced_*_run123.txt). */
+     * every size (2 x H200: 191.0 / 739.3 / 2925.4 us at 64 / 256 MB / 1 GB against 225.2 / 771.8
+     * / 2949.7). */
     {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
@@ -135,10 +131,10 @@ static const row_t rows[] = {
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
-     * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB (run 18; owners
-     * since run 29: 13.75 / 25.71 / 69.69 at 1 / 4 / 16 MB, still behind LL); by writes (owners to
-     * 64 MB, then the ring; coll.c) 210.5 / 781.4 at 64 / 256 MB (run 29) against LL's 238.8 / 949.9
-     * and the copy engines' 338.9 / 1127.8 (run 18). */
+     * by-writes kernel's 15.63 / 31.61 / 44.21 / 72.46 / 124.9 at 1 - 32 MB (through
+     * owners 13.75 / 25.71 / 69.69 at 1 / 4 / 16 MB, still behind LL); by writes (owners to 64 MB,
+     * then the ring; coll.c) 210.5 / 781.4 at 64 / 256 MB against LL's 238.8 / 949.9 and the copy
+     * engines' 338.9 / 1127.8. */
     {GC_COLL_BROADCAST, 3, 4, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_BROADCAST, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
     {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
@@ -146,7 +142,7 @@ static const row_t rows[] = {
      * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
      * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3 (32 KB pieces); the two-stage
      * pull 1372.1 and the copy engines 1266.4 at 256 MB against by writes' 813.2 (owners; schedule:
-     * coll.c). With 16 KB pieces (runs 71-72, forced/grid8_run71.txt, forced/bcast8_run72.txt)
+     * coll.c). With 16 KB pieces (forced)
      * owners took 33.20 / 47.74 / 71.78 at 4 / 8 / 16 MB: LL up to 8 MB (LL at 8 MB not measured;
      * between its 22.46 and 80.04 at 4 and 16 MB). */
     {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, NONE, NONE},
@@ -166,9 +162,9 @@ const gc__row_t *gc__table_row(gc__coll_t coll, int n, size_t bytes) {
 }
 
 /* The copy-engine all-reduce by copies (copyengine.c: both halves by copy engine, two stages)
- * against its forms with a reduce kernel, forced, us (run 83, forced/ce_allreduce_run83.txt):
+ * against its forms with a reduce kernel, forced, us:
  * 4 GPUs 632.3 / 1175.0 / 2165.2 / 4228.8 at 128 / 256 / 512 MB / 1 GB against by writes' 601.1 /
- * 1152.2 / 2240.6 / 4437.4 (one stage 658.5 / 1216.4 / 2308.5 / 4526.6; four, run 82, 4408.0 at 1
+ * 1152.2 / 2240.6 / 4437.4 (one stage 658.5 / 1216.4 / 2308.5 / 4526.6; four stages 4408.0 at 1
  * GB); 3 GPUs 975.6 / 3728.7 at 256 MB / 1 GB against by reads' 1023.9 / 3999.5; 2 GPUs 756.6 /
  * 2783.9 at 256 MB / 1 GB against 773.0 / 3006.1, but 232.9 against 213.5 at 64 MB. 5-8 GPUs:
  * not measured, so not taken. */

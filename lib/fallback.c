@@ -17,7 +17,7 @@
  * the same accumulator type the kernels use (float for the 16-bit floats and float32, double for
  * float64, wrapping 64-bit for integers), applies the epilogue with one rounding at the end, and
  * the reduced slices travel back with MPI_Iallgatherv. Each element is reduced on exactly one
- * rank, so all ranks hold the same bits, and they equal the GPU kernels' bits (DESIGN.md).
+ * rank, so all ranks hold the same bits, and they equal the GPU kernels' bits (docs/design.md).
  */
 
 /* ---- helpers -------------------------------------------------------------------------------- */

@@ -123,11 +123,11 @@ GC_HIDDEN const char *gc__message_body(const char *msg);
 
 /* Device allocations that copy engines copy into or out of, from 2 MB up, are whole 2 MB pages.
  * 2 x H200, 512 MB in 16 MB copies both ways into a 3-buffer ring in the peer's cudaMalloc
- * allocation (run 119, bench/results/plain-h200x2/xp_env_run119.txt): in allocations of 50 and
- * 94 MB the copies ran at 359-360 GB/s alone and 364 while the SMs copied out of the ring; in
- * ones 21760 bytes past a 2 MB multiple, at 350-358 and 260-275, wherever the ring sat in them.
- * The communicator's own allocation (signals, push and LL areas, staging) was such a one until
- * then. */
+ * allocation: in allocations of 50 and 94 MB the copies run at 359-360 GB/s alone and 364 while
+ * the SMs copy out of the ring; in ones 21760 bytes past a 2 MB multiple, at 350-358 and 260-275,
+ * wherever the ring sits in them.
+ * The communicator's own allocation (signals, push and LL areas, staging) is rounded up the same
+ * way (transport.c). */
 /* The largest staging area (GC_STAGING_BYTES) and allocation (gc_mem_alloc, gc_buffer_alloc)
  * taken: rounding larger sizes up could wrap. */
 #define GC_MAX_STAGING_BYTES ((size_t)64 << 30)

@@ -32,7 +32,7 @@ typedef struct {
   /* Each call takes the next of `sets` places `stride` bytes apart in the buffers, as
    * gpucoll-bench's calls take fresh buffer sets: one place for every call left the data in L2,
    * and on 2 x H200 the tuner then took the one-shot reduce-scatter at 256 KB (4.50 us in the
-   * bench) over LL (4.31), runs 196-198. */
+   * bench) over LL (4.31). */
   size_t stride, sets, next;
 } trial_t;
 
@@ -107,13 +107,13 @@ static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) 
       /* The built-in table's choice (the inputs here are gc_mem_alloc's) stays unless another is
        * faster by more than TABLE_MARGIN: below ~1 MB the candidates are within tenths of a us,
        * and on 2 x H200 the tuner's small-size picks then flipped from run to run, 6-10% slower
-       * than the table's in the bench at 1 KB, 64 KB and 256 KB (reduce-scatter, run 197). */
+       * than the table's in the bench at 1 KB, 64 KB and 256 KB (reduce-scatter). */
       const gc_algo_t table = gc__table_choice(comm->local_size, (gc__coll_t)c, bytes, 1);
       for (int k = 0; k < (int)(sizeof candidates[c] / sizeof candidates[c][0]) && candidates[c][k] != GC_ALGO_AUTO; k++) {
         t.opts.algo = candidates[c][k];
         /* GPU algorithms: 5 + 20 calls whatever the size (1 GB: ~0.1 s a candidate); with 2 + 3 from
          * 64 MB, the tuner took the copy engines for the 2-GPU all-gather and broadcast at 64 MB,
-         * which the bench then timed 13-19% slower than the table's choice (run 196). The MPI
+         * which the bench then timed 13-19% slower than the table's choice. The MPI
          * path (host staging) keeps 2 + 3 from 64 MB: it is most of the tuning time. */
         const int mpi = t.opts.algo == GC_ALGO_MPI, graph = comm->device >= 0 && !mpi;
         const int warmup = mpi ? 2 : 5, iters = mpi ? (bytes >= ((size_t)64 << 20) ? 3 : 10) : 20;

@@ -191,7 +191,7 @@ static void test_rs_2d_epilogue(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
-/* DESIGN.md: the bits do not depend on the algorithm. A reduce-scatter (1-D and both 2-D axes)
+/* docs/design.md: the bits do not depend on the algorithm. A reduce-scatter (1-D and both 2-D axes)
  * must equal the matching part of an all-reduce of the same data, bit for bit. */
 static void test_rs_matches_allreduce(void) {
   static const gc_dtype_t dts[] = {GC_FLOAT32, GC_BFLOAT16, GC_FLOAT16, GC_FLOAT64};

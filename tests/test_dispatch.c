@@ -100,7 +100,7 @@ static void test_eight_gpu_rows(void) {
   CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
 }
 
-/* On 2 GPUs the reduce-scatter and the all-gather go by LL to 4 MB (runs 196-199), on 3-4 GPUs
+/* On 2 GPUs the reduce-scatter and the all-gather go by LL to 4 MB, on 3-4 GPUs
  * the reduce-scatter to 1 MB; then the one-shot. */
 static void test_ll_rows(void) {
   gc__facts_t c;
@@ -120,7 +120,7 @@ static void test_ll_rows(void) {
   }
 }
 
-/* The reduce-scatter by writes from 512 MB on 4 GPUs only (3 GPUs measured slower, run 91), and
+/* The reduce-scatter by writes from 512 MB on 4 GPUs only (it is slower on 3 GPUs), and
  * a plan says whether its algorithm is the table's (coll.c moves only those off by writes when
  * the parts are off 16-byte boundaries) or one the caller asked for. */
 static void test_reducescatter_by_writes_rows(void) {
@@ -139,7 +139,7 @@ static void test_reducescatter_by_writes_rows(void) {
   CU_ASSERT_FALSE(p.from_table);
 }
 
-/* 2 GPUs, all-gather (runs 132-137): by writes through staging past 16 MB up to 64 MB for any
+/* 2 GPUs, all-gather: by writes through staging past 16 MB up to 64 MB for any
  * output and up to 256 MB for outputs peers cannot write (the row's plain column), the copy
  * engines above; 3+ GPUs leave it alone. */
 static void test_allgather_by_writes_rows(void) {

@@ -93,7 +93,7 @@ static void test_symmetric_zero_copy(void) {
     check_allreduce(gc_test_comm, "symmetric unaligned bf16", (char *)a + 2, (char *)b + 6, 70001, GC_BFLOAT16, GC_SUM,
                     &o, salt++);
     /* In place off 16-byte boundaries: the two-shot kernel cannot take it, and the one-shot
-     * kernel in place must not read peers' inputs that they overwrite (run 156). */
+     * kernel in place must not read peers' inputs that they overwrite. */
     check_allreduce(gc_test_comm, "symmetric unaligned bf16 in place", (char *)a + 4, (char *)a + 4, 262147,
                     GC_BFLOAT16, GC_SUM, &o, salt++);
   }
@@ -569,7 +569,7 @@ static void test_bywrites_queued(void) {
   const int n = gc_test_size, me = gc_test_rank;
   const size_t m = 2097169; /* the captured all-reduce's count, below */
   /* Elements per call's slice: the largest input (a reduce-scatter's is n x its count; a fixed
-   * 4.2 M ran past the buffers on 8 ranks, run 67). */
+   * 4.2 M would run past the buffers on 8 ranks). */
   size_t slot = m;
   for (int i = 0; i < QUEUED; i++) {
     size_t in = q[i].kind == Q_RS ? q[i].count * n : q[i].count;

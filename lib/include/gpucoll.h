@@ -131,7 +131,7 @@ typedef enum gc_op {
   XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
   XX(TWOSHOT_PUSH, "twoshot_push", "by writes: scatter to owners, reduce, write back (reduce-scatter: keep; broadcast: owners write on)") \
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
-  XX(MULTIMEM, "multimem", "all-reduce sums (float32/16, bf16, no epilogue) reduced in the NVLink switch; off unless GC_MULTIMEM=1 and no kill switch set; never run on this project's hosts") \
+  XX(MULTIMEM, "multimem", "all-reduce sums (float32/16, bf16, no epilogue) reduced in the NVLink switch; off unless GC_MULTIMEM=1 and no kill switch set; untested on GPUs (hosts with multicast switched off)") \
   XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; outputs not from gc_mem_alloc go through staging") \
   XX(ONESHOT_LL, "oneshot_ll", "one-shot without barriers: a NaN sentinel marks data not yet written (float32/16, bf16; fp8 gathered or broadcast)")
 
@@ -395,8 +395,8 @@ GC_API gc_result_t gc_tune_reset(gc_comm_t comm);
  * host memory (on_device = 0; plain host memory on host-only ranks). gc_buffer_free takes only
  * what gc_buffer_alloc made on the same communicator, and waits for the device as gc_mem_free
  * does (on this rank alone); gc_comm_destroy frees what is left.
- * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines ran up to 29%
- * slower into allocations of other sizes while the SMs were busy (H200). Size your own so too.
+ * Device allocations of 2 MB or more are made in whole 2 MB pages: copy engines are up to 29%
+ * slower into allocations of other sizes while the SMs are busy (H200). Size your own so too.
  * ------------------------------------------------------------------------------------------- */
 GC_API gc_result_t gc_mem_alloc(gc_comm_t comm, size_t bytes, void **out);
 GC_API gc_result_t gc_mem_free(gc_comm_t comm, void *ptr);
