@@ -19,29 +19,79 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Polls a nonblocking request until it completes or bound_ms pass, so a rank whose peers never
- * arrive gets GC_ERR_TIMEOUT instead of waiting forever. On a timeout the request (and the buffers
- * it may still write) are left alone on purpose: MPI forbids freeing or cancelling a collective
- * request, and the communicator is unusable from then on. */
-static gc_result_t boot_wait_for(gc_comm_t comm, MPI_Request *req, const char *what, double bound_ms) {
+/* Requests a timeout left behind, with the MPI communicator each is on. MPI forbids freeing or
+ * cancelling a collective request, and freeing its communicator while it is pending lets MPI's
+ * progress engine (inside MPI_Finalize, say) send on freed state when a late peer matches it. So
+ * such a request stays listed for the life of the process, and gc__boot_destroy keeps (never
+ * frees) an MPI communicator that still has one pending: MPI_Finalize then completes or drops it. */
+static pthread_mutex_t stranded_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stranded {
+  MPI_Request req;
+  MPI_Comm over;
+} *stranded;
+static size_t stranded_count, stranded_cap;
+
+static void strand(MPI_Request req, MPI_Comm over) {
+  pthread_mutex_lock(&stranded_lock);
+  if (stranded_count == stranded_cap) {
+    size_t cap = stranded_cap ? 2 * stranded_cap : 16;
+    struct stranded *grown = realloc(stranded, cap * sizeof *grown);
+    if (grown) {
+      stranded = grown;
+      stranded_cap = cap;
+    }
+  }
+  /* Without room the request goes unlisted: its communicator may then be freed (the failure this
+   * list exists to avoid), which only an allocation failure of a few bytes can cause. */
+  if (stranded_count < stranded_cap) stranded[stranded_count++] = (struct stranded){req, over};
+  pthread_mutex_unlock(&stranded_lock);
+}
+
+/* Whether a request left on `over` is still pending; completed ones leave the list. */
+static int stranded_on(MPI_Comm over) {
+  int pending = 0;
+  pthread_mutex_lock(&stranded_lock);
+  for (size_t i = 0; i < stranded_count;) {
+    int done = 0;
+    if (stranded[i].over == over && MPI_Test(&stranded[i].req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+      stranded[i] = stranded[--stranded_count];
+      continue;
+    }
+    pending |= stranded[i].over == over;
+    i++;
+  }
+  pthread_mutex_unlock(&stranded_lock);
+  return pending;
+}
+
+int gc__boot_stranded(gc_comm_t comm) {
+  return stranded_on(comm->mpi) + stranded_on(comm->meet) + stranded_on(comm->local);
+}
+
+/* Polls a nonblocking request on `over` until it completes or bound_ms pass, so a rank whose peers
+ * never arrive gets GC_ERR_TIMEOUT instead of waiting forever. On a timeout the request (and the
+ * buffers it may still write) are left alone on purpose (see strand), and the communicator is
+ * unusable from then on. */
+static gc_result_t boot_wait_for(gc_comm_t comm, MPI_Comm over, MPI_Request *req, const char *what, double bound_ms) {
   double start = now_ms();
   for (unsigned spin = 0;; spin++) {
     int done = 0;
     GC_MPI_CHECK(comm, MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done) return GC_SUCCESS;
     if ((spin & 63u) == 63u && now_ms() - start > bound_ms) {
+      strand(*req, over);
       comm->sticky = GC_ERR_TIMEOUT;
       return GC_FAIL(comm, GC_ERR_TIMEOUT,
                      "%s did not complete within %.0f ms (GC_TIMEOUT_MS=%d; a rank is missing or stuck); destroy "
                      "the communicator", what, bound_ms, comm->timeout_ms);
     }
-    /* Ranks are often oversubscribed (CI runs 4 ranks on 2 cores): give the core away. */
+    /* Ranks are often oversubscribed (CI starts 4 ranks on 2 cores): give the core away. */
     sched_yield();
   }
 }
 
 gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what) {
-  return boot_wait_for(comm, req, what, comm->timeout_ms);
+  return boot_wait_for(comm, comm->mpi, req, what, comm->timeout_ms);
 }
 
 gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
@@ -87,9 +137,9 @@ void gc__boot_destroy(gc_comm_t comm) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (comm->local != MPI_COMM_NULL && comm->local != 0) MPI_Comm_free(&comm->local);
-  if (comm->meet != MPI_COMM_NULL && comm->meet != 0) MPI_Comm_free(&comm->meet);
-  if (comm->mpi != MPI_COMM_NULL && comm->mpi != 0) MPI_Comm_free(&comm->mpi);
+  MPI_Comm *ours[3] = {&comm->local, &comm->meet, &comm->mpi};
+  for (int i = 0; i < 3; i++)
+    if (*ours[i] != MPI_COMM_NULL && *ours[i] != 0 && !stranded_on(*ours[i])) MPI_Comm_free(ours[i]);
 }
 
 /* Buffers a timed-out request may still write, kept until the process ends: MPI forbids freeing
@@ -141,7 +191,7 @@ static gc_result_t boot_collective(gc_comm_t comm, MPI_Comm over, boot_op_t op, 
     free(copy);
     return gc__mpi_fail(comm, e, what, __FILE__, __LINE__);
   }
-  gc_result_t r = boot_wait_for(comm, &req, what, bound_ms);
+  gc_result_t r = boot_wait_for(comm, over, &req, what, bound_ms);
   if (r != GC_SUCCESS) {
     gc__park(copy); /* MPI may still write it */
     return r;

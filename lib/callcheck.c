@@ -16,7 +16,7 @@
 static const char *const field_names[GC_SIG_FIELDS] = {
     "collective", "count", "columns", "axis", "parts", "dtype", "op", "root", "result dtype", "options.scale",
     "options.add (rmsnorm: residual, residual_out)", "options.algo", "options.max_blocks", "buffer kind",
-    "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits"};
+    "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits", "refused by rank"};
 
 static const char *const call_names[GC_NUM_CALL_KINDS] = {
     "gc_allreduce", "gc_reducescatter", "gc_reducescatter_2d", "gc_allgather", "gc_broadcast", "gc_reducescatter_allreduce",
@@ -41,6 +41,7 @@ gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, 
   s.v[GC_SIG_DTYPE] = (uint64_t)(int64_t)dtype;
   s.v[GC_SIG_OUT_DTYPE] = (uint64_t)(int64_t)dtype;
   s.v[GC_SIG_SCALE] = bits_of(1.0);
+  s.v[GC_SIG_REFUSED] = UINT64_MAX;
   if (o && o->version != GC_OPTIONS_VERSION) {
     s.v[GC_SIG_ALGO] = UINT64_MAX; /* another layout: not read here; the call refuses it after */
   } else if (o) {
@@ -95,13 +96,35 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
   }
 }
 
+/* Every rank's answer when rank `refuser` (the lowest that did) refused the call: its own error on
+ * every rank that refused, GC_ERR_REMOTE with rank refuser's reason (broadcast from it) elsewhere. */
+static gc_result_t refused(gc_comm_t comm, const gc__call_sig_t *sig, int refuser) {
+  char reason[256] = "";
+  if (comm->rank == refuser) snprintf(reason, sizeof reason, "%s", gc__message_body(comm->last_error));
+  GC_CHECK(gc__boot_bcast(comm, reason, sizeof reason, refuser));
+  reason[sizeof reason - 1] = 0;
+  /* A rank that refused too keeps its own code and message (gc__call_end returns them). */
+  if (sig->v[GC_SIG_REFUSED] != UINT64_MAX) return GC_ERR_REMOTE;
+  char call[64];
+  describe(GC_SIG_CALL, sig->v[GC_SIG_CALL], call, sizeof call);
+  return GC_FAIL(comm, GC_ERR_REMOTE, "%s: rank %d refused its call, so no rank ran it (the communicator stays "
+                 "usable): %s", call, refuser, reason);
+}
+
 gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig) {
   if (comm->size == 1) return GC_SUCCESS;
+  /* The MPI path's comparison is where a rank that refused a call meets its peers (agree.c). */
+  if (sig->v[GC_SIG_CALL] >= GC_CALL_MPI_ALLREDUCE) comm->call_met = 1;
   uint64_t least[GC_SIG_FIELDS], most[GC_SIG_FIELDS];
   GC_CHECK(gc__boot_range_u64(comm, sig->v, GC_SIG_FIELDS, least, most));
+  if (least[GC_SIG_REFUSED] != UINT64_MAX) {
+    comm->call_met = 1; /* every rank has this answer */
+    return refused(comm, sig, (int)least[GC_SIG_REFUSED]);
+  }
   for (int i = 0; i < GC_SIG_FIELDS; i++) {
     const uint64_t lo = least[i], hi = most[i];
     if (lo == hi) continue;
+    comm->call_met = 1; /* every rank has this answer */
     /* The first rank holding the least value and the first holding the most. */
     uint64_t who[2] = {sig->v[i] == lo ? (uint64_t)comm->rank : UINT64_MAX,
                        sig->v[i] == hi ? (uint64_t)comm->rank : UINT64_MAX};

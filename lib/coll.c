@@ -234,7 +234,7 @@ static gc_result_t allreduce_ex_impl(const void *send, void *recv, size_t count,
 
 gc_result_t gc_allreduce_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, opts, 0));
+  GC_ON_DEVICE(comm, gc__call_end(comm, GC_CALL_ALLREDUCE, allreduce_ex_impl(send, recv, count, dtype, op, comm, stream, opts, 0)));
 }
 
 gc_result_t gc_allreduce(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, gc_comm_t comm,
@@ -395,7 +395,7 @@ static gc_result_t reducescatter_ex_impl(const void *send, void *recv, size_t re
 
 gc_result_t gc_reducescatter_ex(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
                                 gc_comm_t comm, void *stream, const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, reducescatter_ex_impl(send, recv, recvcount, dtype, op, comm, stream, opts));
+  GC_ON_DEVICE(comm, gc__call_end(comm, GC_CALL_REDUCESCATTER, reducescatter_ex_impl(send, recv, recvcount, dtype, op, comm, stream, opts)));
 }
 
 gc_result_t gc_reducescatter(const void *send, void *recv, size_t recvcount, gc_dtype_t dtype, gc_op_t op,
@@ -440,7 +440,7 @@ static gc_result_t reducescatter_2d_impl(const void *send, void *recv, size_t ro
 
 gc_result_t gc_reducescatter_2d(const void *send, void *recv, size_t rows, size_t cols, int axis, gc_dtype_t dtype,
                                 gc_op_t op, gc_comm_t comm, void *stream, const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, reducescatter_2d_impl(send, recv, rows, cols, axis, dtype, op, comm, stream, opts));
+  GC_ON_DEVICE(comm, gc__call_end(comm, GC_CALL_REDUCESCATTER_2D, reducescatter_2d_impl(send, recv, rows, cols, axis, dtype, op, comm, stream, opts)));
 }
 
 static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
@@ -479,7 +479,7 @@ static gc_result_t allgather_ex_impl(const void *send, void *recv, size_t count,
 
 gc_result_t gc_allgather_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream,
                             const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, allgather_ex_impl(send, recv, count, dtype, comm, stream, opts));
+  GC_ON_DEVICE(comm, gc__call_end(comm, GC_CALL_ALLGATHER, allgather_ex_impl(send, recv, count, dtype, comm, stream, opts)));
 }
 
 gc_result_t gc_allgather(const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_comm_t comm, void *stream) {
@@ -517,7 +517,7 @@ static gc_result_t broadcast_ex_impl(const void *send, void *recv, size_t count,
 
 gc_result_t gc_broadcast_ex(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,
                             void *stream, const gc_options_t *opts) {
-  GC_ON_DEVICE(comm, broadcast_ex_impl(send, recv, count, dtype, root, comm, stream, opts));
+  GC_ON_DEVICE(comm, gc__call_end(comm, GC_CALL_BROADCAST, broadcast_ex_impl(send, recv, count, dtype, root, comm, stream, opts)));
 }
 
 gc_result_t gc_broadcast(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root, gc_comm_t comm,

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,22 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
   return GC_SUCCESS;
 }
 
+/* Freed communicators wait here before their memory goes back to malloc, so that a new one never
+ * gets the address of any of the last GC_QUARANTINE destroyed: a handle used after destroy is then
+ * not live (gc__comm_check) instead of naming the newer communicator. */
+#define GC_QUARANTINE 256
+static gc_comm_t quarantine[GC_QUARANTINE];
+static unsigned quarantine_next;
+
+static void quarantine_free(gc_comm_t comm) {
+  pthread_mutex_lock(&live_lock);
+  gc_comm_t oldest = quarantine[quarantine_next];
+  quarantine[quarantine_next] = comm;
+  quarantine_next = (quarantine_next + 1) % GC_QUARANTINE;
+  pthread_mutex_unlock(&live_lock);
+  free(oldest);
+}
+
 static void comm_free(gc_comm_t comm) {
   gc__owned_release_all(comm);
   gc__symmetric_release_all(comm); /* host memory on host-only ranks */
@@ -135,7 +152,7 @@ static void comm_free(gc_comm_t comm) {
   gc__boot_destroy(comm);
   free(comm->algo_table_text);
   free(comm->tuned);
-  free(comm);
+  quarantine_free(comm);
 }
 
 /* What a rank sets up on its own: the parameters and its GPU. */
@@ -299,7 +316,17 @@ gc_result_t gc_comm_init(gc_comm_t *out, MPI_Comm user, const gc_config_t *cfg) 
 }
 
 gc_result_t gc_comm_init_f(gc_comm_t *out, MPI_Fint fcomm, const gc_config_t *cfg) {
-  return gc_comm_init(out, MPI_Comm_f2c(fcomm), cfg);
+  gc__clear_error(NULL);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return GC_FAIL(NULL, GC_ERR_INVALID_USAGE, "MPI is not initialized (call MPI_Init first)");
+  /* Open MPI's MPI_Comm_f2c answers a handle that names no communicator with a null pointer, not
+   * MPI_COMM_NULL, and MPI_Comm_dup of that ends the process. */
+  MPI_Comm c = MPI_Comm_f2c(fcomm);
+  if (c == MPI_COMM_NULL || (void *)(intptr_t)c == NULL)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_comm_init_f: Fortran handle %d names no communicator", (int)fcomm);
+  return gc_comm_init(out, c, cfg);
 }
 
 /* An agreement in the groups' setup. Its failure also leaves comm failed: the groups made so far
@@ -366,10 +393,16 @@ static gc_result_t comm_destroy(gc_comm_t comm) {
     if (d != GC_SUCCESS && r == GC_SUCCESS)
       r = GC_FAIL(comm, d, "destroying a mixed group: %s", gc__message_body(gc_comm_last_error(NULL)));
   }
-  if (r == GC_SUCCESS && comm->sticky == GC_SUCCESS) r = quiet;
+  if (r == GC_SUCCESS) r = quiet;
+  /* The message may sit in the communicator about to be freed: kept for the caller. */
+  char msg[sizeof comm->last_error];
+  snprintf(msg, sizeof msg, "%s", r != GC_SUCCESS ? gc__message_body(comm->last_error) : "");
+  const int kept = gc__boot_stranded(comm);
   live_remove(comm);
   comm_free(comm);
-  return r;
+  if (r == GC_SUCCESS) return GC_SUCCESS;
+  return gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_destroy: %s; this rank's resources are freed%s", msg,
+                  kept ? " (but for MPI communicators a timed-out request still uses: MPI_Finalize ends them)" : "");
 }
 
 gc_result_t gc_comm_destroy(gc_comm_t comm) {
@@ -574,14 +607,23 @@ gc_result_t gc__device_wait(gc_comm_t comm, const char *what) {
  * one as long as its device wait could take. GC_ERR_STREAM_TIMEOUT whenever a device, this rank's
  * or a peer's, was not: the caller frees nothing and may be called again. Any other failure (a
  * peer missing) still leaves this rank's device idle, so freeing here is safe (gc_comm_destroy). */
+/* How long an agreement of quiesce waits for the other ranks: bound_ms, but at most
+ * GC_FAILED_GRACE_MS once the communicator has failed: the other ranks failed too (they come as
+ * soon as their own bounded waits end) or are gone, so a full second timeout would only delay. */
+#define GC_FAILED_GRACE_MS 500.0
+static double agree_bound_ms(gc_comm_t comm, double bound_ms) {
+  return comm->sticky == GC_SUCCESS || bound_ms < GC_FAILED_GRACE_MS ? bound_ms : GC_FAILED_GRACE_MS;
+}
+
 gc_result_t gc__quiesce(gc_comm_t comm, const char *what) {
   /* First that every rank came, so that a missing one is found within GC_TIMEOUT_MS. */
   int all = 1;
-  gc_result_t met = gc__boot_agree(comm, &all, comm->timeout_ms, what);
+  gc_result_t met = gc__boot_agree(comm, &all, agree_bound_ms(comm, comm->timeout_ms), what);
   gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what) : GC_SUCCESS;
   if (met != GC_SUCCESS) return r != GC_SUCCESS ? r : met;
   all = r != GC_ERR_STREAM_TIMEOUT; /* this rank's device idle */
-  gc_result_t agreed = gc__boot_agree(comm, &all, stream_wait_bound_ms(comm) + comm->timeout_ms, what);
+  gc_result_t agreed =
+      gc__boot_agree(comm, &all, agree_bound_ms(comm, stream_wait_bound_ms(comm) + comm->timeout_ms), what);
   if (r != GC_SUCCESS) return r;
   if (agreed != GC_SUCCESS) return agreed;
   if (!all)

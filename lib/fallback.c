@@ -536,9 +536,10 @@ static void rctx_common(rctx_t *X, gc_comm_t comm, const void *send, void *recv,
 
 /* The MPI path's calls compare what shapes their MPI traffic and results (callcheck.c): counts,
  * types, op, root, epilogue and chunk; not the algorithm, which the path ignores, nor where
- * buffers lie, which each rank stages on its own. Only under GC_CHECK_CALLS=auto: with 1 every
- * public call was compared before it got here (internal calls follow from one), with 0 none is. */
-static int mpi_compares(gc_comm_t comm) { return comm->check_calls == GC_CHECK_MPI_PATH; }
+ * buffers lie, which each rank stages on its own. Under GC_CHECK_CALLS=auto and 1 (where the
+ * public call was compared as given too): this comparison comes after every local check, so it
+ * is where a rank that refused its call alone meets its peers (agree.c); with 0 none is made. */
+static int mpi_compares(gc_comm_t comm) { return comm->check_calls != GC_CHECK_NONE; }
 
 static gc__call_sig_t mpi_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, gc_dtype_t dtype, gc_op_t op, int root,
                               const gc_options_t *opts) {

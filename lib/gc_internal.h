@@ -241,6 +241,7 @@ struct gc_comm {
   int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
   int check_calls;        /* a gc__check_level_t from GC_CHECK_CALLS, the most any rank asks */
+  int call_met;           /* the public call under way has reached a comparison every rank makes (agree.c) */
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
   void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
   size_t mpi_stage_bytes;
@@ -364,6 +365,9 @@ GC_HIDDEN gc_result_t gc__boot_local_min_int(gc_comm_t comm, int *value);
 GC_HIDDEN void gc__park(void *p);
 /* Waits for a nonblocking MPI request, bounded by comm->timeout_ms (then GC_ERR_TIMEOUT, sticky). */
 GC_HIDDEN gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what);
+/* How many of comm's MPI communicators hold a request a timeout left pending (bootstrap.c: such a
+ * communicator is never freed). */
+GC_HIDDEN int gc__boot_stranded(gc_comm_t comm);
 GC_HIDDEN gc_result_t gc__boot_barrier(gc_comm_t comm);
 /* Every rank's *all (0 or 1) ANDed into *all, on comm->meet like the barrier, waited for up to bound_ms. */
 GC_HIDDEN gc_result_t gc__boot_agree(gc_comm_t comm, int *all, double bound_ms, const char *what);
@@ -399,6 +403,7 @@ typedef enum {
   GC_SIG_CHUNK,      /* the MPI path's chunk (GC_MPI_CHUNK_BYTES) */
   GC_SIG_SEND_AT,    /* where sendbuf sits in gc_mem_alloc buffers (gc__symmetric_place; 1: in place) */
   GC_SIG_RECV_AT,    /* the same for recvbuf */
+  GC_SIG_REFUSED,    /* the rank when this rank refused the call on its own, else UINT64_MAX (agree.c) */
   GC_SIG_FIELDS
 } gc__sig_field_t;
 typedef enum {
@@ -418,6 +423,14 @@ GC_HIDDEN gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size
  * rank, naming the first field that differs and two ranks that differ in it, when the ranks'
  * signatures are not all the same. */
 GC_HIDDEN gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig);
+
+/* agree.c: a public collective's outcome, r, made known to every rank of the call. On a
+ * communicator whose calls all take the MPI path (no peer-to-peer kernels) and compare their
+ * calls (GC_CHECK_CALLS auto or 1), a call that this rank refused on its own (bad argument, no
+ * memory: an error before any comparison) or that did nothing here (count 0) meets its peers in
+ * the comparison they make, so every rank returns at once: they with GC_ERR_REMOTE naming this
+ * rank and its reason, or the difference in counts. Each public collective returns through it. */
+GC_HIDDEN gc_result_t gc__call_end(gc_comm_t comm, gc__call_kind_t call, gc_result_t r);
 
 /* fallback.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one

@@ -377,15 +377,15 @@ static void test_stuck_teardown(void) {
   CU_ASSERT_EQUAL(wrong_sums(out, N), 0);
 
   __atomic_store_n(&released, 1, __ATOMIC_RELEASE);
-  /* Together again (compute-sanitizer's memcheck put the ranks more than the 400 ms apart that
-   * make a rank missing, run 255). */
+  /* Together again: under compute-sanitizer's memcheck the ranks can drift more than the 400 ms
+   * apart that make a rank missing. */
   MPI_Barrier(MPI_COMM_WORLD);
   GC_TEST_OK(gc_mem_free(c, sym));
   GC_TEST_OK(gc_comm_destroy(c));
 }
 
 /* gc_buffer_free takes what gc_buffer_alloc made on that communicator, once; anything else is
- * refused, not freed (it used to be handed to free() or cudaFree). What is left at
+ * refused, never passed to free() or cudaFree. What is left at
  * gc_comm_destroy goes with it (the sanitizer pass fails on a leak). */
 static void test_owned_buffers(void) {
   gc_config_t cfg = GC_CONFIG_INIT;
