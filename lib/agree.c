@@ -3,7 +3,7 @@
  *
  * Where every call takes the MPI path (a communicator without peer-to-peer kernels) and calls are
  * compared (GC_CHECK_CALLS auto or 1), every rank that runs a call meets the others in the MPI
- * path's comparison (fallback.c), after all of its own checks. A rank that refused the call
+ * path's comparison (mpi_path.c), after all of its own checks. A rank that refused the call
  * before that point (a NULL buffer, an invalid dtype, no memory), or that returned at once with
  * nothing to do (count 0), makes the same exchange from here instead: its peers, already waiting
  * in theirs, read "refused by rank r" (callcheck.c broadcasts the reason) or the difference in

@@ -243,7 +243,7 @@ struct gc_comm {
   int check_calls;        /* a gc__check_level_t from GC_CHECK_CALLS, the most any rank asks */
   int call_met;           /* the public call under way has reached a comparison every rank makes (agree.c) */
   gc_result_t sticky;     /* a device-side failure makes the communicator unusable */
-  void *mpi_stage[2];     /* pinned host chunks for the MPI path (fallback.c), lazily made */
+  void *mpi_stage[2];     /* pinned host chunks for the MPI path (mpi_path.c), lazily made */
   size_t mpi_stage_bytes;
   char *algo_table_text;
   struct gc__tuned *tuned; /* rows from gc_autotune / gc_tune_load, first match wins; NULL = none */
@@ -432,7 +432,7 @@ GC_HIDDEN gc_result_t gc__same_call(gc_comm_t comm, const gc__call_sig_t *sig);
  * rank and its reason, or the difference in counts. Each public collective returns through it. */
 GC_HIDDEN gc_result_t gc__call_end(gc_comm_t comm, gc__call_kind_t call, gc_result_t r);
 
-/* fallback.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
+/* mpi_path.c: the MPI path, called with comm's GPU current (GC_ON_DEVICE). Pointers may be host or device memory; device memory goes through
  * MPI directly when comm->cuda_aware, else through pinned host chunks with the copies of one
  * chunk overlapped with the communication of the previous one. Every call completes (stream
  * synchronized) before it returns. opts carries the epilogue (already validated). */
@@ -456,7 +456,7 @@ GC_HIDDEN gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *
 GC_HIDDEN gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count,
                                         gc_dtype_t dtype, int root, cudaStream_t stream);
 GC_HIDDEN void gc__mpi_release(gc_comm_t comm); /* frees the pinned chunks */
-/* The MPI path's epilogue on host values (fallback.c has the rules); vals is overwritten. */
+/* The MPI path's epilogue on host values (mpi_path.c has the rules); vals is overwritten. */
 GC_HIDDEN void gc__host_epilogue(void *vals, gc_dtype_t dtype, size_t len, double scale, const void *add,
                                  gc_dtype_t add_dtype, void *out, gc_dtype_t out_dtype);
 

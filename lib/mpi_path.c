@@ -1,4 +1,4 @@
-/* fallback.c — the MPI path: every collective on host pointers, and on device pointers where the
+/* mpi_path.c — the MPI path: every collective on host pointers, and on device pointers where the
  * peer-to-peer kernels cannot run (staged through pinned host memory, or CUDA-aware MPI). */
 #include <limits.h>
 #include <math.h>
