@@ -149,6 +149,10 @@ int gc_kernel_push_reducescatter(const gc_kargs_t *a, cudaStream_t stream);
  * a->recv (a->count elements, float32/16, bf16), through a->pub[0] (this rank's memory bound to
  * the object) and a->pub[1] (the multicast address), each holding a->count rounded up to 16 bytes. */
 int gc_kernel_allreduce_multimem(const gc_kargs_t *a, cudaStream_t stream);
+/* Reduce-scatter through the same object: a->region[r] is rank r's part of a->send (contiguous,
+ * axis 0 or 1-D), reduced into a->recv on rank r; a->pub[0] / a->pub[1] as above, holding every
+ * part at r * a->slot_bytes (a multiple of 16 at least each part's bytes). */
+int gc_kernel_reducescatter_multimem(const gc_kargs_t *a, cudaStream_t stream);
 
 /* All-reduce + RMSNorm + FP8 of `rows` rows of `cols` elements (rmsnorm.cu; gpucoll.h gives the
  * formulas), one row at a time per `parts` blocks, at most a->blocks blocks of a->threads threads; dtype

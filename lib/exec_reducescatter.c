@@ -74,6 +74,7 @@ gc_result_t gc__run_reducescatter(gc_comm_t comm, const gc__plan_t *p, const gc_
     }
     case GC_FORM_CE: return gc__ce_reducescatter(comm, &a, send, recv, sp->off, sp->len, es, os, o->add, stream);
     case GC_FORM_PUSH: return gc__launched(comm, gc_kernel_push_reducescatter(&a, stream), "reduce-scatter");
+    case GC_FORM_MULTIMEM: return gc__multimem_reducescatter(comm, &a, send, recv, sp->off, sp->len, stream);
     case GC_FORM_READS:
       if (sp->axis == 1) return columns(comm, p, b, &a, send, recv, sp, es, os, o, stream);
       return rows(comm, p, b, &a, send, recv, sp, es, os, o, stream);

@@ -466,6 +466,9 @@ GC_HIDDEN void gc__multimem_destroy(gc_comm_t comm);
 /* a: the call's kernel arguments as coll.c makes them (peers, grid, dtype, op, epilogue). */
 GC_HIDDEN gc_result_t gc__multimem_allreduce(gc_comm_t comm, struct gc_kargs *a, const void *send, void *recv,
                                              size_t count, cudaStream_t stream);
+/* Rank r's part (len[r] elements at off[r] of send, contiguous) reduced into recv on rank r. */
+GC_HIDDEN gc_result_t gc__multimem_reducescatter(gc_comm_t comm, struct gc_kargs *a, const void *send, void *recv,
+                                                 const size_t *off, const size_t *len, cudaStream_t stream);
 /* The bytes to bind: `want` rounded up to whole granules of both (0 when it cannot be). */
 GC_HIDDEN size_t gc__multimem_bytes(size_t want, size_t mc_granularity, size_t alloc_granularity);
 /* Local rank 0's file descriptor fd reaches every local rank as its own descriptor in *out (the

@@ -1,4 +1,5 @@
-/* multimem.c — the NVLink multicast (NVLS) all-reduce's setup, call and teardown.
+/* multimem.c — the NVLink multicast (NVLS) collectives' setup, calls (all-reduce, reduce-scatter)
+ * and teardown.
  *
  * Off unless GC_MULTIMEM=1, and never set up while an operator's kill switch is set
  * (gc__multicast_kill_switch): a multicast object on a host whose operator forbids them can take
@@ -338,23 +339,55 @@ void gc__multimem_destroy(gc_comm_t comm) { (void)comm; }
 
 /* ---- the call -------------------------------------------------------------------------------- */
 
-gc_result_t gc__multimem_allreduce(gc_comm_t comm, gc_kargs_t *a, const void *send, void *recv, size_t count,
-                                   cudaStream_t stream) {
+/* What both multicast collectives take: sums of float32/16 or bf16, no epilogue. */
+static gc_result_t check_multimem_call(gc_comm_t comm, const gc_kargs_t *a) {
   gc_dtype_t dtype = (gc_dtype_t)a->dtype;
   if (a->op != GC_SUM || (dtype != GC_FLOAT32 && dtype != GC_FLOAT16 && dtype != GC_BFLOAT16))
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem sums float32, float16 or bfloat16 (not %s %s)",
                    gc_dtype_name(dtype), gc_op_name((gc_op_t)a->op));
   if (a->ep.apply_scale || a->ep.add || a->ep.out_dtype != a->dtype)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem takes no epilogue (scale, add, out_dtype; GC_AVG is a scaled sum)");
+  return GC_SUCCESS;
+}
+
+gc_result_t gc__multimem_allreduce(gc_comm_t comm, gc_kargs_t *a, const void *send, void *recv, size_t count,
+                                   cudaStream_t stream) {
+  GC_CHECK(check_multimem_call(comm, a));
   a->pub[0] = comm->mm.uc;
   a->pub[1] = comm->mm.mc;
   /* In chunks of the bound memory, each one kernel: copy in, reduce through the switch, copy out. */
-  size_t es = gc_dtype_size(dtype), chunk = comm->mm.bytes / es;
+  size_t es = gc_dtype_size((gc_dtype_t)a->dtype), chunk = comm->mm.bytes / es;
   for (size_t done = 0; done < count; done += chunk) {
     a->send = (const char *)send + done * es;
     a->recv = (char *)recv + done * es;
     a->count = count - done < chunk ? count - done : chunk;
     GC_CHECK(gc__launched(comm, gc_kernel_allreduce_multimem(a, stream), "multimem all-reduce"));
+  }
+  return GC_SUCCESS;
+}
+
+/* Parts of len[r] elements at off[r] of send, rank r's reduced into recv: in chunks of every part
+ * in step, each chunk's parts side by side in the bound memory (a 16-byte multiple apart). */
+gc_result_t gc__multimem_reducescatter(gc_comm_t comm, gc_kargs_t *a, const void *send, void *recv,
+                                       const size_t *off, const size_t *len, cudaStream_t stream) {
+  GC_CHECK(check_multimem_call(comm, a));
+  const int n = comm->local_size;
+  const size_t es = gc_dtype_size((gc_dtype_t)a->dtype), slot = comm->mm.bytes / (size_t)n / 16 * 16;
+  if (slot < 16) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "multimem: %zu bound bytes cannot hold %d parts", comm->mm.bytes, n);
+  const size_t chunk = slot / es; /* elements of each part per kernel */
+  size_t most = 0;
+  for (int r = 0; r < n; r++) most = len[r] > most ? len[r] : most;
+  a->pub[0] = comm->mm.uc;
+  a->pub[1] = comm->mm.mc;
+  a->send = send;
+  a->slot_bytes = slot;
+  for (size_t c0 = 0; c0 < most; c0 += chunk) {
+    for (int r = 0; r < n; r++) {
+      size_t w = len[r] > c0 ? len[r] - c0 : 0;
+      a->region[r] = (gc_kregion_t){1, w < chunk ? w : chunk, off[r] + c0, 0, 0};
+    }
+    a->recv = (char *)recv + c0 * es;
+    GC_CHECK(gc__launched(comm, gc_kernel_reducescatter_multimem(a, stream), "multimem reduce-scatter"));
   }
   return GC_SUCCESS;
 }

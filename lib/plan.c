@@ -39,7 +39,7 @@ static int twoshot_push_threads(int nranks, size_t slice_bytes) {
   return 0;
 }
 
-static gc_result_t refuse_multimem(const gc__facts_t *f, gc__coll_t coll) {
+static gc_result_t refuse_multimem(const gc__facts_t *f, const gc__call_t *c) {
   const char *which = NULL;
   if (gc__multicast_kill_switch(&which))
     return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED,
@@ -50,8 +50,11 @@ static gc_result_t refuse_multimem(const gc__facts_t *f, gc__coll_t coll) {
   if (!f->multimem_ready)
     return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "multimem is not available on this communicator: %s",
                    f->multimem_why ? f->multimem_why : "not set up");
-  if (coll != GC_COLL_ALLREDUCE)
-    return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "multimem serves the all-reduce only, not the %s", gc__coll_name(coll));
+  if (c->coll != GC_COLL_ALLREDUCE && c->coll != GC_COLL_REDUCESCATTER)
+    return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "multimem serves the all-reduce and the reduce-scatter, not the %s",
+                   gc__coll_name(c->coll));
+  if (c->coll == GC_COLL_REDUCESCATTER && c->axis == 1)
+    return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "multimem reduce-scatters contiguous parts (1-D or axis 0), not axis 1");
   return GC_SUCCESS;
 }
 
@@ -61,7 +64,7 @@ static gc_result_t refuse_multimem(const gc__facts_t *f, gc__coll_t coll) {
 static gc_result_t choose_algo(const gc__facts_t *f, const gc__call_t *c, const gc__row_t *row, gc__plan_t *p) {
   const int explicit_algo = c->algo != GC_ALGO_AUTO;
   gc_algo_t algo = explicit_algo ? c->algo : f->forced_algo;
-  if (algo == GC_ALGO_MULTIMEM) GC_CHECK(refuse_multimem(f, c->coll));
+  if (algo == GC_ALGO_MULTIMEM) GC_CHECK(refuse_multimem(f, c));
   if (algo == GC_ALGO_AUTO) algo = tuned_algo(f, c->coll, c->bytes);
   p->from_table = algo == GC_ALGO_AUTO && f->p2p_ready && row;
   if (algo == GC_ALGO_AUTO) algo = f->p2p_ready && row ? row->algo : GC_ALGO_MPI;
@@ -315,9 +318,9 @@ static gc_result_t plan_reducescatter_reads(const gc__facts_t *f, const gc__call
 /* From gc_mem_alloc the table takes the kernel by writes with parts on 16-byte boundaries; off
  * them the kernel by reads is faster. By writes and the copy engines take contiguous parts. */
 static gc_result_t plan_reducescatter(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p) {
-  if (p->algo == GC_ALGO_ONESHOT_LL) {
+  if (p->algo == GC_ALGO_ONESHOT_LL || p->algo == GC_ALGO_MULTIMEM) {
     take_plain(1, p);
-    p->form = GC_FORM_LL;
+    p->form = p->algo == GC_ALGO_ONESHOT_LL ? GC_FORM_LL : GC_FORM_MULTIMEM;
     return GC_SUCCESS;
   }
   take_plain(c->sym_in, p);

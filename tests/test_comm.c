@@ -454,13 +454,23 @@ static void test_multimem_refused(void) {
   float x[4] = {1, 2, 3, 4}, y[4];
   gc_options_t o = GC_OPTIONS_INIT;
   o.algo = GC_ALGO_MULTIMEM;
+  float *rs_in = calloc((size_t)gc_test_size * 4, sizeof *rs_in); /* the reduce-scatter's input */
+  CU_ASSERT_FATAL(rs_in != NULL);
   if (!getenv("NCCL_NVLS_ENABLE") && !getenv("TORCH_SYMM_MEM_DISABLE_MULTICAST") && !getenv("NVSHMEM_DISABLE_NVLS")) {
     CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "off by default"));
+    CU_ASSERT_EQUAL(gc_reducescatter_ex(rs_in, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "off by default"));
   }
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   CU_ASSERT_EQUAL(gc_allreduce_ex(x, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "kill switch"));
+  /* The reduce-scatter behind the same gate: the kill switch is named before anything else. */
+  CU_ASSERT_EQUAL(gc_reducescatter_ex(rs_in, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "kill switch"));
+  /* and the communicator goes on working */
+  GC_TEST_OK(gc_reducescatter(rs_in, y, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL));
+  free(rs_in);
   /* The switches' values read as their owners read them, and every doubt as off: NCCL takes
    * integers only (a word is its 0), torch and NVSHMEM also words. */
   static const struct { const char *value; bool off_is_zero, off; } values[] = {

@@ -131,7 +131,7 @@ typedef enum gc_op {
   XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
   XX(TWOSHOT_PUSH, "twoshot_push", "by writes: scatter to owners, reduce, write back (reduce-scatter: keep; broadcast: owners write on)") \
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
-  XX(MULTIMEM, "multimem", "all-reduce sums (float32/16, bf16, no epilogue) reduced in the NVLink switch; off unless GC_MULTIMEM=1 and no kill switch set; untested on GPUs (hosts with multicast switched off)") \
+  XX(MULTIMEM, "multimem", "all-reduce and 1-D reduce-scatter sums (float32/16, bf16, no epilogue) reduced in the NVLink switch; off unless GC_MULTIMEM=1 and no kill switch set") \
   XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; outputs not from gc_mem_alloc go through staging") \
   XX(ONESHOT_LL, "oneshot_ll", "one-shot without barriers: a NaN sentinel marks data not yet written (float32/16, bf16; fp8 gathered or broadcast)")
 

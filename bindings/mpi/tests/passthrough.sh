@@ -2,14 +2,17 @@
 # passthrough.sh — runs the plain MPI program `calls` on host buffers without libgpucoll-mpi, under
 # LD_PRELOAD of it, and linked against it; every rank's output must be identical in the three, and
 # the library's log must show each intercepted call going to MPI for host buffers.
+# Each rank's environment is set with env(1) under mpirun, not mpirun's -x: Open MPI refuses -x
+# beside OMPI_MCA_mca_base_env_list, which the sanitizer build uses.
 # usage: passthrough.sh MPIEXEC NP CALLS CALLS_LINKED SHIM_LIB WORKDIR
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 mpiexec=$1 np=$2 calls=$3 linked=$4 shim=$5 work=$6
 rm -rf "$work" && mkdir -p "$work"/plain "$work"/preload "$work"/linked
 run() { "$mpiexec" -np "$np" --oversubscribe "$@"; }
 run "$calls" "$work"/plain
-GC_MPI_SHIM_LOG=1 run -x GC_MPI_SHIM_LOG -x LD_PRELOAD="$shim" "$calls" "$work"/preload 2> "$work"/preload.log
-GC_MPI_SHIM_LOG=1 run -x GC_MPI_SHIM_LOG "$linked" "$work"/linked 2> "$work"/linked.log
+run env GC_MPI_SHIM_LOG=1 "$here"/preload.sh "$shim" "$calls" "$work"/preload 2> "$work"/preload.log
+run env GC_MPI_SHIM_LOG=1 "$linked" "$work"/linked 2> "$work"/linked.log
 diff -r "$work"/plain "$work"/preload
 diff -r "$work"/plain "$work"/linked
 for log in "$work"/preload.log "$work"/linked.log; do
