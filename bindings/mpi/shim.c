@@ -1,5 +1,5 @@
-/* shim.c — libgpucoll-mpi: MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast
- * on device buffers served by gpucoll, everything else passed to the PMPI_ entry points unchanged.
+/* shim.c — libgpucoll-mpi: MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather
+ * and MPI_Bcast on device buffers served by gpucoll, everything else passed to the PMPI_ entry points unchanged.
  *
  * Route agreement (every rank of a call must take the same route): the call's arguments that MPI
  * requires to match (datatype, op, count, root, communicator) decide alike on every rank with no
@@ -28,6 +28,8 @@ typedef struct shim_comm {
   int device;                   /* gc's CUDA device */
   int failed;                   /* making gc failed on some rank: never again */
   int agreed[GCM_NUM_KINDS];    /* the last agreed answer per buffer kind, UNKNOWN before */
+  void *scratch;                /* MPI_Reduce's result on non-root ranks (gc_buffer_alloc), or NULL */
+  size_t scratch_bytes;
 } shim_comm_t;
 
 static int keyval = MPI_KEYVAL_INVALID;
@@ -87,7 +89,7 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
   shim_comm_t *sc = value;
   if (sc->gc) {
     depth++;
-    gc_result_t r = gc_comm_destroy(sc->gc);
+    gc_result_t r = gc_comm_destroy(sc->gc); /* frees the scratch buffer too */
     depth--;
     if (r != GC_SUCCESS)
       fprintf(stderr, "gpucoll-mpi: gc_comm_destroy: %s: %s\n", gc_result_name(r), gc_comm_last_error(sc->gc));
@@ -225,6 +227,67 @@ GCM_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_
   return finish("MPI_Allreduce", comm, sc, r);
 }
 
+/* A blocking copy of a served call's result to where MPI puts it (any memory kind). */
+static int copy_out(const char *name, MPI_Comm comm, void *dst, const void *src, size_t bytes) {
+  if (cudaMemcpy(dst, src, bytes, cudaMemcpyDefault) == cudaSuccess) return MPI_SUCCESS;
+  fprintf(stderr, "gpucoll-mpi: %s: cudaMemcpy: %s\n", name, cudaGetErrorString(cudaGetLastError()));
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+/* A device buffer of at least `bytes` on the gpucoll communicator's device, kept for the next
+ * call; NULL (and a message) when it cannot be had. */
+static void *scratch(shim_comm_t *sc, size_t bytes) {
+  if (sc->scratch_bytes >= bytes) return sc->scratch;
+  depth++;
+  gc_result_t r = sc->scratch ? gc_buffer_free(sc->gc, sc->scratch) : GC_SUCCESS;
+  sc->scratch = NULL, sc->scratch_bytes = 0;
+  if (r == GC_SUCCESS) r = gc_buffer_alloc(sc->gc, bytes, 1, &sc->scratch);
+  depth--;
+  if (r != GC_SUCCESS) {
+    sc->scratch = NULL;
+    fprintf(stderr, "gpucoll-mpi: MPI_Reduce: scratch buffer of %zu bytes: %s: %s\n", bytes,
+            gc_result_name(r), gc_comm_last_error(sc->gc));
+    return NULL;
+  }
+  sc->scratch_bytes = bytes;
+  return sc->scratch;
+}
+
+/* gpucoll has no rooted reduction: MPI_Reduce runs as an all-reduce of the ranks' data buffers
+ * (see gcm_reduce_attrs) whose result the root keeps and every other rank writes to its scratch
+ * buffer. A root receive buffer that is not device memory of the communicator's device gets the
+ * result copied from the scratch buffer. A rank without scratch memory still joins the call, with
+ * no receive buffer: gpucoll refuses it there, and its call check hands the peers GC_ERR_REMOTE
+ * (GC_TIMEOUT_MS bounds their wait when checks are off). */
+GCM_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                          int root, MPI_Comm comm) {
+  if (depth) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  int sdev = -1, rdev = -1, rank = -1, size = 0;
+  gc_dtype_t dt = GC_FLOAT32;
+  gc_op_t gop = GC_SUM;
+  shim_comm_t *sc = NULL;
+  if (comm != MPI_COMM_NULL && (PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+                                PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS))
+    size = 0;
+  int at_root = rank == root, in_place = sendbuf == MPI_IN_PLACE;
+  gcm_buf_kind_t send = buf_kind(sendbuf, &sdev), recv = at_root ? buf_kind(recvbuf, &rdev) : GCM_BUF_NONE;
+  gcm_call_attrs_t a = gcm_reduce_attrs(at_root, in_place, send, recv, root, size, count);
+  a.dtype_ok = gcm_dtype_of(datatype, 1, &dt);
+  a.op_ok = gcm_op_of(op, &gop);
+  int route = choose_route("MPI_Reduce", count, comm, &a, at_root && in_place ? rdev : sdev, &sc);
+  if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
+  if (route == ROUTE_MPI) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  size_t bytes = (size_t)count * gc_dtype_size(dt);
+  int direct = gcm_reduce_into_recv(at_root, recv, rdev, sc->device);
+  void *dst = direct ? recvbuf : scratch(sc, bytes);
+  depth++;
+  gc_result_t r = gc_allreduce(in_place ? recvbuf : sendbuf, dst, (size_t)count, dt, gop, sc->gc, NULL);
+  depth--;
+  int rc = finish("MPI_Reduce", comm, sc, r);
+  return rc == MPI_SUCCESS && at_root && !direct ? copy_out("MPI_Reduce", comm, recvbuf, dst, bytes) : rc;
+}
+
 /* MPI's in-place reduce-scatter leaves the result at the start of recvbuf; gpucoll's leaves it at
  * the rank's own block, so it is moved down after the call. */
 static int reduce_scatter_gc(const char *name, const void *sendbuf, void *recvbuf, int recvcount,
@@ -251,13 +314,7 @@ static int reduce_scatter_gc(const char *name, const void *sendbuf, void *recvbu
   gc_result_t r = gc_reducescatter(src, own, (size_t)recvcount, dt, gop, sc->gc, NULL);
   depth--;
   int rc = finish(name, comm, sc, r);
-  if (rc == MPI_SUCCESS && own != (char *)recvbuf &&
-      cudaMemcpy(recvbuf, own, block, cudaMemcpyDeviceToDevice) != cudaSuccess) {
-    fprintf(stderr, "gpucoll-mpi: %s: cudaMemcpy: %s\n", name, cudaGetErrorString(cudaGetLastError()));
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    rc = MPI_ERR_OTHER;
-  }
-  return rc;
+  return rc == MPI_SUCCESS && own != (char *)recvbuf ? copy_out(name, comm, recvbuf, own, block) : rc;
 }
 
 GCM_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,

@@ -47,6 +47,19 @@ gcm_reason_t gcm_local_reason(const gcm_call_attrs_t *a) {
   return GCM_REASON_OK;
 }
 
+gcm_call_attrs_t gcm_reduce_attrs(int at_root, int in_place, gcm_buf_kind_t send, gcm_buf_kind_t recv,
+                                  int root, int size, int count) {
+  gcm_call_attrs_t a = GCM_CALL_ATTRS_INIT;
+  a.send = at_root && in_place ? recv : send;
+  a.recv = GCM_BUF_NONE;
+  a.count_ok = count > 0 && root >= 0 && root < size;
+  return a;
+}
+
+int gcm_reduce_into_recv(int at_root, gcm_buf_kind_t recv, int recv_device, int comm_device) {
+  return at_root && recv == GCM_BUF_DEVICE && recv_device == comm_device;
+}
+
 /* Open MPI's handles are addresses of globals, not constants: a chain of comparisons, not a switch. */
 int gcm_dtype_of(MPI_Datatype type, int reduce, gc_dtype_t *out) {
   gc_dtype_t d;

@@ -63,6 +63,19 @@ gcm_reason_t gcm_local_reason(const gcm_call_attrs_t *a);
 int gcm_reason_uniform(gcm_reason_t reason);
 const char *gcm_reason_text(gcm_reason_t reason);
 
+/* MPI_Reduce's attributes on this rank (datatype and op left to the caller). The call's buffer
+ * kind is that of its data buffer, sendbuf, or recvbuf at the root in place, which SPMD programs
+ * pass alike on every rank; the root's receive buffer does not count: the result is copied there
+ * when it is not device memory of the communicator's device (gcm_reduce_into_recv). recvbuf is not
+ * significant on the other ranks, and MPI_IN_PLACE there (erroneous) counts as no buffer, so the
+ * call goes to MPI. count_ok covers the root too (0 <= root < size, uniform). */
+gcm_call_attrs_t gcm_reduce_attrs(int at_root, int in_place, gcm_buf_kind_t send, gcm_buf_kind_t recv,
+                                  int root, int size, int count);
+/* 1 when a served MPI_Reduce writes its result straight into recvbuf: at the root, device memory
+ * on the gpucoll communicator's device. Else it goes to a scratch buffer (copied to recvbuf at
+ * the root). */
+int gcm_reduce_into_recv(int at_root, gcm_buf_kind_t recv, int recv_device, int comm_device);
+
 /* The gpucoll dtype of a predefined MPI datatype; 0 (and *out untouched) when there is none.
  * reduce: the call reduces, so byte types without arithmetic (MPI_BYTE, MPI_CHAR) do not map. */
 int gcm_dtype_of(MPI_Datatype type, int reduce, gc_dtype_t *out);

@@ -163,6 +163,32 @@ static void allreduce(const char *name, MPI_Datatype t, MPI_Op op, size_t n, int
   dev_free(send);
 }
 
+static double own_at(size_t i, void *ctx) { return typed(*(MPI_Datatype *)ctx, value(rank, i)); }
+
+enum { RECV_OWN, RECV_IN_PLACE, RECV_HOST };
+
+/* The root receives the reduction, in its own buffer, in place, or (RECV_HOST) in host memory
+ * whatever the send buffer is; the other ranks pass NULL as recvbuf (not significant there) and
+ * their send buffers must come back unchanged. */
+static void reduce(const char *name, MPI_Datatype t, MPI_Op op, size_t n, int root, int how) {
+  size_t bytes = n * type_size(t);
+  int at_root = rank == root, in_place = how == RECV_IN_PLACE;
+  void *send = filled(t, n, n), *recv = NULL;
+  if (at_root) recv = in_place ? send : how == RECV_HOST ? malloc(bytes) : dev_alloc(bytes);
+  if (at_root && !recv) MPI_Abort(MPI_COMM_WORLD, 3);
+  CHECK_MPI(MPI_Reduce(in_place && at_root ? MPI_IN_PLACE : send, recv, (int)n, t, op, root, MPI_COMM_WORLD));
+  void *got = at_root && how == RECV_HOST ? recv : to_host(at_root ? recv : send, bytes);
+  reduce_ctx_t c = {op, t, 0};
+  char what[96];
+  snprintf(what, sizeof what, "reduce %s root %d%s%s%s", name, root, in_place ? " in_place" : "",
+           how == RECV_HOST ? " host_recv" : "", at_root ? "" : " (send buffer)");
+  if (at_root) report(what, got, t, n, reduce_at, &c);
+  else report(what, got, t, n, own_at, &t);
+  free(got);
+  if (at_root && how == RECV_OWN) dev_free(recv);
+  dev_free(send);
+}
+
 /* blocks == NULL: MPI_Reduce_scatter_block with `n` per rank; else MPI_Reduce_scatter. */
 static void reduce_scatter(const char *name, MPI_Datatype t, MPI_Op op, size_t n, const int *blocks,
                            int in_place) {
@@ -226,6 +252,9 @@ static void pass_through(void) {
   int band_in = 0x5a5a ^ rank, band = 0;
   CHECK_MPI(MPI_Allreduce(&band_in, &band, 1, MPI_INT, MPI_BAND, MPI_COMM_WORLD));
   fprintf(out, "allreduce band %d\n", band);
+  int bor = 0;
+  CHECK_MPI(MPI_Reduce(&band_in, &bor, 1, MPI_INT, MPI_BOR, 0, MPI_COMM_WORLD));
+  fprintf(out, "reduce bor %d\n", bor);
 
   MPI_Datatype pair;
   CHECK_MPI(MPI_Type_contiguous(2, MPI_FLOAT, &pair));
@@ -275,6 +304,9 @@ int main(int argc, char **argv) {
     allreduce("int min", MPI_INT, MPI_MIN, 3, in_place);
     allreduce("long_long sum", MPI_LONG_LONG, MPI_SUM, 65537, in_place);
     allreduce("float prod", MPI_FLOAT, MPI_PROD, 5, in_place);
+    reduce("float sum", MPI_FLOAT, MPI_SUM, 1003, 0, in_place ? RECV_IN_PLACE : RECV_OWN);
+    reduce("double min", MPI_DOUBLE, MPI_MIN, 129, size - 1, in_place ? RECV_IN_PLACE : RECV_OWN);
+    reduce("int max", MPI_INT, MPI_MAX, 1, size / 2, in_place ? RECV_IN_PLACE : RECV_OWN);
     reduce_scatter("float sum", MPI_FLOAT, MPI_SUM, 333, NULL, in_place);
     reduce_scatter("int max", MPI_INT, MPI_MAX, 1, NULL, in_place);
     allgather(MPI_INT, 17, in_place);
@@ -284,6 +316,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < size && r < 64; r++) equal[r] = 129;
   reduce_scatter("double sum equal", MPI_DOUBLE, MPI_SUM, 0, equal, 0);
   if (size <= 64) reduce_scatter("float sum unequal", MPI_FLOAT, MPI_SUM, 0, blocks, 0);
+  reduce("long_long prod", MPI_LONG_LONG, MPI_PROD, 4099, size - 1, RECV_HOST);
   bcast(MPI_DOUBLE, 999);
   bcast(MPI_INT, 1);
   pass_through();

@@ -16,10 +16,11 @@ run env GC_MPI_SHIM_LOG=1 "$linked" "$work"/linked 2> "$work"/linked.log
 diff -r "$work"/plain "$work"/preload
 diff -r "$work"/plain "$work"/linked
 for log in "$work"/preload.log "$work"/linked.log; do
-  for call in MPI_Allreduce MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgather MPI_Bcast; do
+  for call in MPI_Allreduce MPI_Reduce MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgather MPI_Bcast; do
     grep -q "$call count [0-9]* -> mpi (host buffers)" "$log" || { echo "no host route of $call in $log"; exit 1; }
   done
   grep -q "MPI_Allreduce count 1 -> mpi (op is not" "$log" || { echo "MPI_BAND not logged in $log"; exit 1; }
+  grep -q "MPI_Reduce count 1 -> mpi (op is not" "$log" || { echo "MPI_BOR not logged in $log"; exit 1; }
   grep -q "MPI_Reduce_scatter count 7 -> mpi (receive counts differ" "$log" || { echo "unequal counts not logged"; exit 1; }
   if grep -q -- "-> gpucoll" "$log"; then echo "a host-buffer call went to gpucoll: $log"; exit 1; fi
 done

@@ -100,6 +100,47 @@ static void test_route(void) {
   CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_OTHER_DEVICE);
 }
 
+/* MPI_Reduce: the data buffer decides the kind on every rank alike, whatever the root receives
+ * into and whatever the other ranks pass as recvbuf. */
+static void test_reduce(void) {
+  const gcm_buf_kind_t D = GCM_BUF_DEVICE, H = GCM_BUF_HOST, N = GCM_BUF_NONE;
+  /* root 1 of 3: rank 0 (recvbuf not looked at), the root, the root in place */
+  gcm_call_attrs_t a = gcm_reduce_attrs(0, 0, D, N, 1, 3, 100);
+  CU_ASSERT(gcm_call_kind(&a) == GCM_KIND_DEVICE && gcm_local_reason(&a) == GCM_REASON_OK);
+  a = gcm_reduce_attrs(1, 0, D, D, 1, 3, 100);
+  CU_ASSERT(gcm_call_kind(&a) == GCM_KIND_DEVICE && gcm_local_reason(&a) == GCM_REASON_OK);
+  a = gcm_reduce_attrs(1, 1, N, D, 1, 3, 100);
+  CU_ASSERT(gcm_call_kind(&a) == GCM_KIND_DEVICE && gcm_local_reason(&a) == GCM_REASON_OK);
+  /* a host receive buffer at the root keeps the device kind of its peers (result copied there) */
+  a = gcm_reduce_attrs(1, 0, D, H, 1, 3, 100);
+  CU_ASSERT(gcm_call_kind(&a) == GCM_KIND_DEVICE && gcm_local_reason(&a) == GCM_REASON_OK);
+  CU_ASSERT(!gcm_reduce_into_recv(1, H, -1, 0));
+  CU_ASSERT(gcm_reduce_into_recv(1, D, 0, 0));
+  CU_ASSERT(!gcm_reduce_into_recv(1, D, 1, 0)); /* another device: through the scratch buffer */
+  CU_ASSERT(!gcm_reduce_into_recv(0, D, 0, 0)); /* not the root: recvbuf is not significant */
+  /* host data on any rank: MPI */
+  a = gcm_reduce_attrs(0, 0, H, N, 1, 3, 100);
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_HOST);
+  a = gcm_reduce_attrs(1, 1, N, H, 1, 3, 100);
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_HOST);
+  /* MPI_IN_PLACE off the root is erroneous: no buffer, never gpucoll */
+  a = gcm_reduce_attrs(0, 1, N, N, 1, 3, 100);
+  CU_ASSERT(gcm_local_reason(&a) != GCM_REASON_OK);
+  /* uniform refusals: root out of range, count 0 */
+  a = gcm_reduce_attrs(0, 0, D, N, 3, 3, 100);
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_COUNT && gcm_reason_uniform(GCM_REASON_COUNT));
+  a = gcm_reduce_attrs(0, 0, D, N, -1, 3, 100);
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_COUNT);
+  a = gcm_reduce_attrs(1, 0, D, D, 1, 3, 0);
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_COUNT);
+  a = gcm_reduce_attrs(0, 0, D, N, 0, 0, 100); /* size unknown */
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_COUNT);
+  /* datatype and op stay the caller's, and win over the buffers */
+  a = gcm_reduce_attrs(0, 0, H, N, 1, 3, 100);
+  a.op_ok = 0;
+  CU_ASSERT(gcm_local_reason(&a) == GCM_REASON_OP);
+}
+
 /* A reason that depends on the rank's buffers must never be uniform (it needs the agreement), and
  * a uniform reason must win over every per-rank one, so that no rank agrees alone. */
 static void test_uniform_first(void) {
@@ -126,6 +167,7 @@ int main(int argc, char **argv) {
   CU_add_test(s, "kinds", test_kinds);
   CU_add_test(s, "route", test_route);
   CU_add_test(s, "uniform_first", test_uniform_first);
+  CU_add_test(s, "reduce", test_reduce);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
