@@ -155,6 +155,62 @@ function M.call(lib, coll, send, recv, opts)
   return lib[coll](lib, send, recv, opts)
 end
 
+--- NCCL's buffer modes, nccl-tests' -R numbers (gpucoll-bench --vs nccl -R): 0 plain cudaMalloc,
+--- 1 ncclMemAlloc + ncclCommRegister, 2 ncclMemAlloc + a symmetric window.
+M.nccl_modes = { "plain", "registered", "symmetric" }
+
+--- The modes a spec asks for, in -R order: "all", or a comma list of 0/1/2 or mode names.
+--- Raises (a usage mistake) on anything else.
+function M.parse_nccl_modes(spec)
+  local want = {}
+  for _, item in ipairs(M.list(spec)) do
+    if item == "all" then
+      for i = 1, #M.nccl_modes do want[i] = true end
+    else
+      local i = tonumber(item) and math.tointeger(tonumber(item)) and tonumber(item) + 1 or nil
+      for j, name in ipairs(M.nccl_modes) do if name == item then i = j end end
+      if not (i and M.nccl_modes[i]) then
+        error("R=" .. spec .. ": want 0, 1, 2, plain, registered, symmetric or all", 0)
+      end
+      want[i] = true
+    end
+  end
+  local modes = {}
+  for i, name in ipairs(M.nccl_modes) do if want[i] then modes[#modes + 1] = name end end
+  if #modes == 0 then error("R=" .. spec .. ": no NCCL mode named", 0) end
+  return modes
+end
+
+--- NCCL_VERSION_CODE of a "2.28.9" string (22809), 0 when it does not parse.
+function M.nccl_version_code(v)
+  local a, b, c = tostring(v):match("^(%d+)%.(%d+)%.(%d+)")
+  return a and tonumber(a) * 10000 + tonumber(b) * 100 + tonumber(c) or 0
+end
+
+--- Opens NCCL over comm (collective) and keeps the asked modes it has. A missing NCCL or mode is
+--- one line on stderr (rank 0) and the run goes on without it. Returns nccl (or nil) and the
+--- list of modes to measure.
+function M.open_nccl(comm, modes)
+  local nccl, msg = comm:nccl()
+  if not nccl then
+    if comm.rank == 0 then io.stderr:write("note: NCCL not measured: ", msg, "\n") end
+    return nil, {}
+  end
+  local have = {}
+  for _, m in ipairs(modes) do
+    local ok, why = nccl:mode(m)
+    if ok then have[#have + 1] = m
+    elseif comm.rank == 0 then io.stderr:write("note: NCCL ", m, " not measured: ", why, "\n") end
+  end
+  for _, m in ipairs(have) do
+    if m == "symmetric" and M.nccl_version_code(nccl:version()) < 22807 and comm.rank == 0 then
+      io.stderr:write("warning: NCCL ", nccl:version(), " is older than 2.28.7, whose symmetric kernels ",
+        "fix a small-message defect: its symmetric figures may be NCCL's worst, not its best\n")
+    end
+  end
+  return nccl, have
+end
+
 --- Makes dir (and its parents) on rank 0; every rank returns once it exists, or raises alike.
 M.mpi_names = { allreduce = "MPI_Allreduce", reducescatter = "MPI_Reduce_scatter_block",
   allgather = "MPI_Allgather", broadcast = "MPI_Bcast" }

@@ -17,7 +17,9 @@ LGC_EXPORT int luaopen_gpucoll(lua_State *L);
 #define LGC_BUFFER "gpucoll.buffer"
 #define LGC_NCCL "gpucoll.nccl"
 
-typedef enum { LGC_HOST, LGC_DEVICE, LGC_SYMMETRIC } lgc_kind_t;
+/* LGC_NCCL_MEM: memory an NCCL communicator made for one of its buffer modes (nc:buffer), freed and
+ * deregistered through it. */
+typedef enum { LGC_HOST, LGC_DEVICE, LGC_SYMMETRIC, LGC_NCCL_MEM } lgc_kind_t;
 
 typedef struct lgc_buffer lgc_buffer_t;
 typedef struct lgc_nccl lgc_nccl_t;
@@ -41,7 +43,11 @@ struct lgc_buffer {
   gc_dtype_t dtype;
   lgc_kind_t kind;
   int busy;                   /* owning buffers: compare() is calling back into Lua; free() refuses */
+  int anchored;               /* freed collectively, never by the collector (lgc_anchor) */
   lgc_buffer_t *prev, *next;  /* in comm->buffers, owning buffers only */
+  lgc_nccl_t *nccl;           /* LGC_NCCL_MEM: the NCCL communicator that made it, its mode and */
+  int nccl_mode;              /* registration handle (gcb_nccl_mode_t; NULL handle: none) */
+  void *nccl_reg;
 };
 
 /* lgpucoll.c */
@@ -71,6 +77,13 @@ lgc_buffer_t *lgc_testbuffer(lua_State *L, int idx);  /* NULL when not a buffer 
 void *lgc_ptr(const lgc_buffer_t *b);
 int lgc_comm_buffer(lua_State *L);    /* comm:buffer(count, dtype [, where]) */
 int lgc_comm_symmetric(lua_State *L); /* comm:symmetric(count, dtype) */
+/* Makes the userdata at the top of the stack (lua_newuserdatauv with one user value, already set
+ * to what it keeps alive) an owning buffer of c over p; anchored when `anchored`. */
+void lgc_buffer_init(lua_State *L, lgc_buffer_t *b, lgc_comm_t *c, void *p, size_t count, gc_dtype_t dtype,
+                     lgc_kind_t kind, int anchored);
+/* Frees an owning buffer now (collective for anchored ones); its memory is forgotten whatever the
+ * outcome. */
+gc_result_t lgc_buffer_release(lua_State *L, lgc_buffer_t *b);
 /* Frees every buffer the communicator still owns (close); collective for symmetric ones. */
 void lgc_buffers_detach(lua_State *L, lgc_comm_t *c);
 /* Waits for the communicator's stream and the legacy stream, so host-side access sees the
@@ -83,6 +96,9 @@ gc_result_t lgc_quiesce(lgc_comm_t *c);
  * the stream is waited for again, and the next lgc_fail of GC_ERR_STREAM_TIMEOUT (whichever comm
  * it blames) tells what happened. rc is returned. */
 gc_result_t lgc_unstick(lgc_comm_t *c, gc_result_t rc, void *stream);
+/* lgpucoll.c: deregisters and frees an LGC_NCCL_MEM buffer's memory through its NCCL communicator
+ * (collective for symmetric windows); GC_ERR_REMOTE with the reason kept for lgc_fail. */
+gc_result_t lgc_nccl_free(lgc_buffer_t *b);
 void lgc_buffer_register(lua_State *L);
 
 /* lgc_output.c: gpucoll.table, csv, json, progress (added to the module table on the stack). */

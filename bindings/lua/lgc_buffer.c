@@ -12,7 +12,7 @@ static int is_integer_dtype(gc_dtype_t d) { return d == GC_INT32 || d == GC_INT6
 /* ---------------------------------------------------------------------------------------------
  * The userdata.
  * ------------------------------------------------------------------------------------------- */
-static const char *const kind_names[] = {"host", "device", "symmetric"};
+static const char *const kind_names[] = {"host", "device", "symmetric", "nccl"};
 
 lgc_buffer_t *lgc_testbuffer(lua_State *L, int idx) { return luaL_testudata(L, idx, LGC_BUFFER); }
 
@@ -50,7 +50,7 @@ static void list_remove(lgc_buffer_t *b) {
 static void buffer_detach(lua_State *L, lgc_buffer_t *b) {
   b->base = NULL;
   list_remove(b);
-  if (b->kind == LGC_SYMMETRIC) lgc_unanchor(L, b);
+  if (b->anchored) lgc_unanchor(L, b);
 }
 
 /* Frees an owning buffer; collective for symmetric ones. GC_ERR_STREAM_TIMEOUT (the device stayed
@@ -59,12 +59,19 @@ static void buffer_detach(lua_State *L, lgc_buffer_t *b) {
 static gc_result_t buffer_release(lua_State *L, lgc_buffer_t *b, int keep) {
   if (b->root != b || b->base == NULL) return GC_SUCCESS;
   gc_result_t rc = GC_SUCCESS;
-  if (b->comm->comm != NULL)
+  if (b->comm->comm != NULL && b->kind == LGC_NCCL_MEM) {
+#ifdef LGC_HAVE_NCCL
+    rc = lgc_nccl_free(b);
+#endif
+  } else if (b->comm->comm != NULL) {
     rc = b->kind == LGC_SYMMETRIC ? gc_mem_free(b->comm->comm, b->base)
                                   : gc_buffer_free(b->comm->comm, b->base);
+  }
   if (!keep || rc != GC_ERR_STREAM_TIMEOUT) buffer_detach(L, b);
   return rc;
 }
+
+gc_result_t lgc_buffer_release(lua_State *L, lgc_buffer_t *b) { return buffer_release(L, b, 0); }
 
 /* Before gc_comm_destroy, which frees every buffer still made from the communicator: one
  * collective call and one wait for the device, not one per buffer. */
@@ -93,18 +100,24 @@ static int make_buffer(lua_State *L, lgc_kind_t kind) {
   gc_result_t rc = kind == LGC_SYMMETRIC ? gc_mem_alloc(c->comm, bytes, &p)
                                          : gc_buffer_alloc(c->comm, bytes, kind == LGC_DEVICE, &p);
   if (rc != GC_SUCCESS) return lgc_fail(L, c, rc);
+  lgc_buffer_init(L, b, c, p, (size_t)count, dtype, kind, kind == LGC_SYMMETRIC);
+  return 1;
+}
+
+void lgc_buffer_init(lua_State *L, lgc_buffer_t *b, lgc_comm_t *c, void *p, size_t count, gc_dtype_t dtype,
+                     lgc_kind_t kind, int anchored) {
   b->comm = c;
   b->root = b;
   b->base = p;
-  b->count = (size_t)count;
+  b->count = count;
   b->dtype = dtype;
   b->kind = kind;
+  b->anchored = anchored;
   b->next = c->buffers;
   if (c->buffers) c->buffers->prev = b;
   c->buffers = b;
   luaL_setmetatable(L, LGC_BUFFER);
-  if (kind == LGC_SYMMETRIC) lgc_anchor(L, -1); /* freed collectively, never by the collector */
-  return 1;
+  if (anchored) lgc_anchor(L, -1); /* freed collectively, never by the collector */
 }
 
 int lgc_comm_buffer(lua_State *L) { return make_buffer(L, LGC_DEVICE); }

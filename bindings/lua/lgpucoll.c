@@ -42,13 +42,14 @@ int lgc_failmsg(lua_State *L, const char *code, const char *fmt, ...) {
   return 3;
 }
 
-/* lgc_unstick's account of the wait it just ended, for the failure that reports it. */
+/* lgc_unstick's account of the wait it just ended, or lgc_nccl_free's of NCCL's refusal, for the
+ * failure that reports it. */
 static char unstick_note[1024];
 
 /* Expected failures come back as nil, message, code (like luaL_fileresult): the detailed message
  * the library recorded when there is one (lgc_unstick's account first), else the code's sentence. */
 int lgc_fail(lua_State *L, lgc_comm_t *c, gc_result_t rc) {
-  if (rc == GC_ERR_STREAM_TIMEOUT && unstick_note[0]) {
+  if ((rc == GC_ERR_STREAM_TIMEOUT || rc == GC_ERR_REMOTE) && unstick_note[0]) {
     lgc_failmsg(L, gc_result_name(rc), "%s", unstick_note);
     unstick_note[0] = '\0';
     return 3;
@@ -907,6 +908,17 @@ static gc_result_t nccl_release(lua_State *L, lgc_nccl_t *n) {
       if (rc == GC_SUCCESS && n->stream != c->stream && n->stream != NULL)
         rc = lgc_unstick(c, gc_synchronize(c->comm, n->stream), n->stream);
     }
+    /* Its buffers go first, in the same order on every rank (symmetric windows are
+     * deregistered collectively): they need the communicator. */
+    for (lgc_buffer_t *b = c->buffers; b;) {
+      if (b->kind != LGC_NCCL_MEM || b->nccl != n) {
+        b = b->next;
+        continue;
+      }
+      gc_result_t brc = lgc_buffer_release(L, b);
+      if (rc == GC_SUCCESS) rc = brc;
+      b = c->buffers;
+    }
     gcb_nccl_close(n->h);
     n->h = NULL;
   }
@@ -918,6 +930,22 @@ static gc_result_t nccl_release(lua_State *L, lgc_nccl_t *n) {
   n->next = NULL;
   lgc_unanchor(L, n);
   return rc;
+}
+
+static const char *const nccl_mode_names[] = {"plain", "registered", "symmetric", NULL};
+
+gc_result_t lgc_nccl_free(lgc_buffer_t *b) {
+  lgc_nccl_t *n = b->nccl;
+  if (n == NULL || n->h == NULL) return GC_SUCCESS; /* nccl_release frees them before it closes */
+  char err[512] = "";
+  gcb_nccl_mode_t mode = (gcb_nccl_mode_t)b->nccl_mode;
+  int bad = gcb_nccl_deregister(n->h, mode, b->nccl_reg, err, sizeof err);
+  b->nccl_reg = NULL;
+  if (!bad) bad = gcb_nccl_buffer_free(n->h, mode, b->base, err, sizeof err);
+  if (!bad) return GC_SUCCESS;
+  unstick_note[0] = '\0';
+  note_add("NCCL %s buffer: %s", nccl_mode_names[mode], err);
+  return GC_ERR_REMOTE;
 }
 
 static lgc_nccl_t *check_nccl(lua_State *L, int idx) {
@@ -948,6 +976,69 @@ static int n_allreduce(lua_State *L) { return nccl_collective(L, C_ALLREDUCE); }
 static int n_reducescatter(lua_State *L) { return nccl_collective(L, C_REDUCESCATTER); }
 static int n_allgather(lua_State *L) { return nccl_collective(L, C_ALLGATHER); }
 static int n_broadcast(lua_State *L) { return nccl_collective(L, C_BROADCAST); }
+
+/* nc:mode(name) -> true when this NCCL has buffer mode `name` ("plain", "registered",
+ * "symmetric"; nccl-tests' -R 0, 1, 2), else nil, a one-line reason, GC_ERR_UNSUPPORTED. The same
+ * on every rank of one NCCL version. */
+static int n_mode(lua_State *L) {
+  lgc_nccl_t *n = check_nccl(L, 1);
+  gcb_nccl_mode_t mode = (gcb_nccl_mode_t)luaL_checkoption(L, 2, NULL, nccl_mode_names);
+  char err[512] = "";
+  if (gcb_nccl_mode_available(n->h, mode, err, sizeof err) != 0)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "%s", err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Every rank learns whether all of them succeeded (so that none enters a collective registration
+ * its peers skip); a failed MPI call counts as a failure. */
+static int all_ok(lgc_comm_t *c, int ok) {
+  int all = 0;
+  return MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, c->mpi) == MPI_SUCCESS && all;
+}
+
+/* nc:buffer(count, dtype [, mode]) -> a device buffer (kind "nccl") prepared for NCCL buffer mode
+ * `mode` (default "plain": cudaMalloc; "registered": ncclMemAlloc + ncclCommRegister;
+ * "symmetric": ncclMemAlloc + ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC), collective: every
+ * rank makes the same sizes in the same order, and frees them so, with free(), <close> or
+ * nc:close(), never the collector), or nil, msg, code. It takes every buffer method, and gpucoll's
+ * collectives too. */
+static int n_buffer(lua_State *L) {
+  lgc_nccl_t *n = check_nccl(L, 1);
+  lua_Integer count = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, count >= 0, 2, "count must be >= 0");
+  gc_dtype_t dtype = lgc_checkdtype(L, 3);
+  gcb_nccl_mode_t mode = (gcb_nccl_mode_t)luaL_checkoption(L, 4, "plain", nccl_mode_names);
+  size_t es = gc_dtype_size(dtype);
+  luaL_argcheck(L, (size_t)count <= SIZE_MAX / es, 2, "count too large");
+  size_t bytes = (count ? (size_t)count : 1) * es;
+  char err[512] = "";
+  if (gcb_nccl_mode_available(n->h, mode, err, sizeof err) != 0)
+    return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "%s", err);
+  lgc_buffer_t *b = lua_newuserdatauv(L, sizeof *b, 1);
+  memset(b, 0, sizeof *b);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1); /* the NCCL communicator (and its comm) outlive the buffer */
+  void *p = NULL, *reg = NULL;
+  int ok = gcb_nccl_buffer_alloc(n->h, mode, bytes, &p, err, sizeof err) == 0;
+  if (mode == GCB_NCCL_SYMMETRIC && !all_ok(n->comm, ok) && ok) {
+    snprintf(err, sizeof err, "another rank could not allocate its %zu bytes", bytes);
+    ok = 0;
+  } else if (ok && gcb_nccl_register(n->h, mode, p, bytes, &reg, err, sizeof err) != 0) {
+    ok = 0;
+  }
+  if (!ok) {
+    char ignored[256];
+    if (p) gcb_nccl_buffer_free(n->h, mode, p, ignored, sizeof ignored);
+    return lgc_failmsg(L, gc_result_name(GC_ERR_REMOTE), "NCCL %s buffer of %zu bytes: %s",
+                       nccl_mode_names[mode], bytes, err);
+  }
+  b->nccl = n;
+  b->nccl_mode = (int)mode;
+  b->nccl_reg = reg;
+  lgc_buffer_init(L, b, n->comm, p, (size_t)count, dtype, LGC_NCCL_MEM, mode == GCB_NCCL_SYMMETRIC);
+  return 1;
+}
 
 static int n_version(lua_State *L) {
   lua_pushstring(L, gcb_nccl_version(check_nccl(L, 1)->h));
@@ -991,7 +1082,7 @@ static int n_tostring(lua_State *L) {
 static const luaL_Reg nccl_methods[] = {
     {"allreduce", n_allreduce}, {"reducescatter", n_reducescatter}, {"allgather", n_allgather},
     {"broadcast", n_broadcast}, {"version", n_version},             {"close", n_close},
-    {"abort", n_abort},
+    {"abort", n_abort},         {"mode", n_mode},               {"buffer", n_buffer},
     {NULL, NULL}};
 
 /* comm:nccl() -> an NCCL communicator over the same ranks and device, or nil, msg, code.
@@ -1005,9 +1096,8 @@ static int m_nccl(lua_State *L) {
   lua_setiuservalue(L, -2, 1); /* the comm outlives its NCCL handle */
   char err[512] = "";
   gcb_nccl_t *h = NULL;
-  if (c->device < 0)
-    return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "NCCL needs a GPU; rank %d is host-only",
-                       c->rank);
+  /* Collective also on host-only ranks: the loader names a missing library first, then a rank
+   * without a GPU, alike on every rank. */
   if (gcb_nccl_open(&h, c->mpi, c->device, err, sizeof err) != 0)
     return lgc_failmsg(L, gc_result_name(GC_ERR_UNSUPPORTED), "NCCL unavailable: %s", err);
   n->h = h;
