@@ -15,7 +15,8 @@ typedef gc__row_t row_t;
 #define ANY SIZE_MAX
 #define NONE GC_ALGO_AUTO /* no fallback: the row's algorithm takes every dtype */
 
-/* First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole output,
+/* Rows for compute capability 9.x (Hopper: H100, H200), the only architecture they were measured
+ * on. First matching row wins. Sizes are the bytes nccl-tests reports (all-gather: the whole output,
  * reduce-scatter: the whole input). Chosen from the bench (4 and 2 x H200, bf16, graph replay, each
  * algorithm forced; the row comments give the figures): small calls by the barrier-free LL
  * one-shot (float32/16, bf16; other dtypes take the row's fallback) or the push kernels; the
@@ -26,7 +27,7 @@ typedef gc__row_t row_t;
  * 181-236 GB/s on 4 GPUs and is never picked. The copy-engine path and the broadcast by writes
  * need outputs from gc_mem_alloc and fall back to the kernels otherwise. 5-8 GPUs: from 8 x H200,
  * each algorithm forced, us. */
-static const row_t rows[] = {
+static const row_t sm90_rows[] = {
     {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
      * 1 MB 7.24 (one pack per thread) vs two-shot by writes 9.69. */
@@ -151,46 +152,94 @@ static const row_t rows[] = {
     {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
 };
 
+/* Every other architecture (sm_80, sm_89, sm_100, ...; host-only ranks too, which take the MPI
+ * path whatever the rows say): none of the rows above was measured there, and the sizes where
+ * LL, the kernels by writes and the copy engines win follow from Hopper's NVLink bandwidth, SM
+ * count and copy engines. These rows take the kernels by reads, which every architecture runs
+ * and which depend on no measured crossover but the one from latency to bandwidth: the one-shot
+ * (every rank reads every peer) up to 256 KB, the two-shot (each rank reduces or relays a 1/n
+ * slice, then all read it) above for the all-reduce and, on 3+ GPUs, the broadcast (two stages);
+ * the reduce-scatter and the all-gather by the one-shot, which moves every byte once already.
+ * 256 KB is a round figure, not a measurement: gc_autotune measures the rest on such a machine. */
+static const row_t default_rows[] = {
+    {GC_COLL_ALLREDUCE, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 2, 8, 256 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 2, 8, ANY, GC_ALGO_TWOSHOT, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_ALLGATHER, 1, 8, ANY, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 1, 2, ANY, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 3, 8, 256 * KB, GC_ALGO_ONESHOT, NONE, NONE},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT, NONE, NONE},
+};
+
+/* The row sets by architecture (compute capability major); the last is every other one's. */
+typedef struct {
+  int cc_major;
+  const char *name;
+  const row_t *rows;
+  int count;
+} row_set_t;
+static const row_set_t row_sets[] = {
+    {9, "sm_90 (measured on H100 and H200)", sm90_rows, (int)(sizeof sm90_rows / sizeof sm90_rows[0])},
+    {-1, "default (other architectures: not measured)", default_rows, (int)(sizeof default_rows / sizeof default_rows[0])},
+};
+enum { NUM_ROW_SETS = sizeof row_sets / sizeof row_sets[0] };
+
+static const row_set_t *row_set(int cc_major) {
+  for (int i = 0; i < NUM_ROW_SETS - 1; i++)
+    if (row_sets[i].cc_major == cc_major) return &row_sets[i];
+  return &row_sets[NUM_ROW_SETS - 1];
+}
+
 static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
 const char *gc__coll_name(gc__coll_t coll) { return coll < GC_NUM_COLLS ? coll_names[coll] : "?"; }
 
-const gc__row_t *gc__table_row(gc__coll_t coll, int n, size_t bytes) {
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (rows[i].coll == coll && n >= rows[i].min_ranks && n <= rows[i].max_ranks && bytes <= rows[i].max_bytes)
-      return &rows[i];
+const gc__row_t *gc__table_row(int cc_major, gc__coll_t coll, int n, size_t bytes) {
+  const row_set_t *set = row_set(cc_major);
+  for (int i = 0; i < set->count; i++) {
+    const row_t *row = &set->rows[i];
+    if (row->coll == coll && n >= row->min_ranks && n <= row->max_ranks && bytes <= row->max_bytes) return row;
+  }
   return NULL;
 }
 
 /* The copy-engine all-reduce by copies (copyengine.c: both halves by copy engine, two stages)
- * against its forms with a reduce kernel, forced, us:
+ * against its forms with a reduce kernel, forced, us, sm_90:
  * 4 GPUs 632.3 / 1175.0 / 2165.2 / 4228.8 at 128 / 256 / 512 MB / 1 GB against by writes' 601.1 /
  * 1152.2 / 2240.6 / 4437.4 (one stage 658.5 / 1216.4 / 2308.5 / 4526.6; four stages 4408.0 at 1
  * GB); 3 GPUs 975.6 / 3728.7 at 256 MB / 1 GB against by reads' 1023.9 / 3999.5; 2 GPUs 756.6 /
- * 2783.9 at 256 MB / 1 GB against 773.0 / 3006.1, but 232.9 against 213.5 at 64 MB. 5-8 GPUs:
- * not measured, so not taken. */
-int gc__ce_allreduce_by_copies(int n, size_t bytes) {
-  if (n < 2 || n > 4) return 0;
+ * 2783.9 at 256 MB / 1 GB against 773.0 / 3006.1, but 232.9 against 213.5 at 64 MB. 5-8 GPUs and
+ * other architectures: not measured, so not taken. */
+int gc__ce_allreduce_by_copies(int cc_major, int n, size_t bytes) {
+  if (cc_major != 9 || n < 2 || n > 4) return 0;
   return bytes >= (n == 4 ? 512 * MB : 256 * MB);
 }
 
-gc_algo_t gc__table_choice(int n, gc__coll_t coll, size_t bytes, int symmetric_input) {
-  const row_t *row = gc__table_row(coll, n, bytes);
+gc_algo_t gc__table_choice(int cc_major, int n, gc__coll_t coll, size_t bytes, int symmetric_input) {
+  const row_t *row = gc__table_row(cc_major, coll, n, bytes);
   if (!row) return GC_ALGO_AUTO;
   return !symmetric_input && row->plain != NONE ? row->plain : row->algo;
 }
 
-int gc__table_rows(const gc__row_t **out) {
-  *out = rows;
-  return (int)(sizeof rows / sizeof rows[0]);
+int gc__table_rows(int cc_major, const gc__row_t **out, const char **name) {
+  const row_set_t *set = row_set(cc_major);
+  *out = set->rows;
+  if (name) *name = set->name;
+  return set->count;
 }
 
 gc_result_t gc__dispatch_describe(gc_comm_t comm) {
   size_t cap = 4096 + (size_t)comm->tuned_count * 80, n = 0;
   char *text = malloc(cap);
   if (!text) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  const row_t *rows = NULL;
+  const char *set = NULL;
+  const int count = gc__table_rows(comm->cc_major, &rows, &set);
+  if (comm->cc_major > 0) n += (size_t)snprintf(text + n, cap - n, "rows for %s; this GPU: sm_%d0\n", set, comm->cc_major);
+  else n += (size_t)snprintf(text + n, cap - n, "rows for %s; no GPU on this rank\n", set);
   n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s %s\n", "collective", "gpus", "up to bytes",
                         "algorithm", "max blocks");
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0] && n < cap; i++) {
+  for (int i = 0; i < count && n < cap; i++) {
     char gpus[16], upto[24];
     snprintf(gpus, sizeof gpus, "%d-%d", rows[i].min_ranks, rows[i].max_ranks);
     if (rows[i].max_bytes == ANY) snprintf(upto, sizeof upto, "any");

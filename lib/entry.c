@@ -130,7 +130,7 @@ gc_result_t gc__refuse_capture(gc_comm_t comm, void *stream, const char *why) {
 }
 
 /* The plan for call c: its pointers checked and classified, then gc__plan; the MPI path refuses
- * graph capture before it starts. */
+ * graph capture before it starts; the plan is recorded (gc__plan_record). */
 gc_result_t gc__plan_call(gc_comm_t comm, gc__call_t *c, const gc_options_t *o, const gc__ptrs_t *ptrs, void *stream,
                              gc__plan_t *plan) {
   int all_device = 1;
@@ -147,7 +147,7 @@ gc_result_t gc__plan_call(gc_comm_t comm, gc__call_t *c, const gc_options_t *o, 
   gc__facts(comm, &f);
   GC_CHECK(gc__plan(&f, c, plan));
   if (plan->path == GC_PATH_MPI) GC_CHECK(gc__refuse_capture(comm, stream, "the MPI path (host buffers or no peer access)"));
-  return GC_SUCCESS;
+  return gc__plan_record(comm, plan); /* GC__PLANNED under gc_plan_query: nothing runs */
 }
 
 /* ---- public entry points -------------------------------------------------------------------- */

@@ -42,6 +42,14 @@ GC_HIDDEN gc_result_t gc__check_same_call(gc_comm_t comm, gc__call_kind_t call, 
                                           gc_op_t op, int root, const gc_options_t *opts, const void *buf,
                                           gc__places_t at);
 
+/* plan_query.c. gc__plan_call ends with gc__plan_record: the plan becomes comm->last_plan and,
+ * while gc_plan_query asks (comm->plan_only), is handed over with GC__PLANNED, which the entry
+ * returns before anything runs (never a public result). */
+#define GC__PLANNED ((gc_result_t)(GC_NUM_RESULTS + 1))
+GC_HIDDEN gc_result_t gc__plan_record(gc_comm_t comm, const gc__plan_t *plan);
+/* gc_plan_t from a plan of collective coll with elements of es bytes. */
+GC_HIDDEN gc_plan_t gc__plan_public(gc__coll_t coll, const gc__plan_t *plan, size_t es);
+
 /* The basic collectives after the public entry's device switch and before its outcome is agreed
  * (coll.c): what the mixed operations and the fused RMSNorm compose. recv_is_scratch: recv is the
  * library's own cudaMallocAsync memory, not looked up while a graph is being captured. */

@@ -139,6 +139,11 @@ GC_HIDDEN gc__bywrites_shape_t gc__bywrites_shape(const gc__facts_t *f, size_t m
 /* The inbox slot of the reduce-scatter by writes (0: under 2 GPUs). */
 GC_HIDDEN size_t gc__bywrites_slot(const gc__facts_t *f);
 
+/* The algorithms gc_autotune times for call c (c->algo ignored) on a communicator with facts f:
+ * its collective's candidates (the two-stage broadcast among them) that the planner takes as
+ * asked. Writes them to out, returns how many (tune.c). */
+GC_HIDDEN int gc__tune_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]);
+
 /* The fused all-reduce + RMSNorm: the algorithm for a call of `bytes` (forced: the options' or
  * GC_ALGO's; AUTO: by the all-reduce table), and the grid of its kernels. */
 GC_HIDDEN gc_algo_t gc__plan_rmsnorm_algo(const gc__facts_t *f, gc_algo_t asked, size_t bytes, int p2p);
@@ -156,13 +161,16 @@ typedef struct gc__row {
 } gc__row_t;
 /* Every kernel grid's cap from the table (GC_MAX_BLOCKS and the options lower it). */
 #define GC_TABLE_MAX_BLOCKS 132
-GC_HIDDEN const gc__row_t *gc__table_row(gc__coll_t coll, int n, size_t bytes);
-GC_HIDDEN int gc__table_rows(const gc__row_t **rows);
-/* The table's choice for (coll, bytes) on n GPUs, for an input from gc_mem_alloc
- * (symmetric_input) or not. GC_ALGO_AUTO when no row matches. */
-GC_HIDDEN gc_algo_t gc__table_choice(int n, gc__coll_t coll, size_t bytes, int symmetric_input);
+/* The built-in table is a row set per architecture (compute capability major): rows measured on
+ * one apply to it; every other architecture gets the default set (dispatch.c). */
+GC_HIDDEN const gc__row_t *gc__table_row(int cc_major, gc__coll_t coll, int n, size_t bytes);
+/* The row set for cc_major: its rows, their count, and (when name is not NULL) what it is for. */
+GC_HIDDEN int gc__table_rows(int cc_major, const gc__row_t **rows, const char **name);
+/* The table's choice for (coll, bytes) on n GPUs of compute capability cc_major, for an input
+ * from gc_mem_alloc (symmetric_input) or not. GC_ALGO_AUTO when no row matches. */
+GC_HIDDEN gc_algo_t gc__table_choice(int cc_major, int n, gc__coll_t coll, size_t bytes, int symmetric_input);
 /* Whether the copy-engine all-reduce of `bytes` on n GPUs goes by copies when it can. */
-GC_HIDDEN int gc__ce_allreduce_by_copies(int n, size_t bytes);
+GC_HIDDEN int gc__ce_allreduce_by_copies(int cc_major, int n, size_t bytes);
 GC_HIDDEN const char *gc__coll_name(gc__coll_t coll);
 
 #endif /* GC_PLAN_H */

@@ -126,7 +126,7 @@ static void choose_grid(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p
 gc_result_t gc__plan_dispatch(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *plan) {
   gc__plan_t p;
   memset(&p, 0, sizeof p);
-  const gc__row_t *row = gc__table_row(c->coll, f->local_size, c->bytes);
+  const gc__row_t *row = gc__table_row(f->cc_major, c->coll, f->local_size, c->bytes);
   GC_CHECK(choose_algo(f, c, row, &p));
   choose_grid(f, c, &p);
   p.path = p.algo == GC_ALGO_MPI ? GC_PATH_MPI : GC_PATH_PEERS;
@@ -216,14 +216,14 @@ static size_t aligned_chunk(size_t chunk, size_t count) { return chunk < count ?
  * size and input, by writes or by reads). */
 static void plan_ce_allreduce(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p) {
   int form = f->sw.ce_allreduce;
-  const int copies = form == GC_CE_AR_COPIES || (form == GC_CE_AR_AUTO && gc__ce_allreduce_by_copies(f->local_size, c->bytes));
+  const int copies = form == GC_CE_AR_COPIES || (form == GC_CE_AR_AUTO && gc__ce_allreduce_by_copies(f->cc_major, f->local_size, c->bytes));
   if (copies && !c->in_place && c->os == c->es) {
     p->form = GC_FORM_CE_COPIES;
     p->ce_chunks = f->sw.ce_chunks;
     return;
   }
   if (form == GC_CE_AR_AUTO || form == GC_CE_AR_COPIES)
-    form = gc__table_choice(f->local_size, GC_COLL_REDUCESCATTER, c->bytes, c->sym_in) == GC_ALGO_TWOSHOT_PUSH
+    form = gc__table_choice(f->cc_major, f->local_size, GC_COLL_REDUCESCATTER, c->bytes, c->sym_in) == GC_ALGO_TWOSHOT_PUSH
                ? GC_CE_AR_WRITES
                : GC_CE_AR_READS;
   if (gc__bywrites_slot(f) < 256) form = GC_CE_AR_READS; /* inboxes too small (GC_STAGING_BYTES) */
@@ -494,7 +494,7 @@ gc_result_t gc__plan(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *plan
 gc_algo_t gc__plan_rmsnorm_algo(const gc__facts_t *f, gc_algo_t asked, size_t bytes, int p2p) {
   gc_algo_t algo = asked != GC_ALGO_AUTO ? asked : f->forced_algo;
   if (p2p && algo == GC_ALGO_AUTO)
-    algo = gc__table_choice(f->local_size, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL
+    algo = gc__table_choice(f->cc_major, f->local_size, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL
                                                                                               : GC_ALGO_ONESHOT;
   return algo;
 }

@@ -1,15 +1,18 @@
 /* tune.c — the autotuner: times each algorithm of each collective at a ladder of sizes and keeps
  * the fastest as the communicator's dispatch rows; saves and loads those rows as text. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "gc_internal.h"
+#include "gc_entry.h"
 
-/* What can be tried per collective; the dispatcher refuses (GC_ERR_UNSUPPORTED, on every rank
- * alike) what this communicator cannot run, and such candidates are skipped. */
+/* What can be tried per collective, the two-stage broadcast (GC_ALGO_TWOSHOT) among them: no
+ * row of the built-in table takes it, so measurement is how it gets chosen. gc__tune_candidates
+ * keeps those the planner takes as asked for the tuner's call on this communicator. */
 static const gc_algo_t candidates[GC_NUM_COLLS][7] = {
     [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
@@ -18,6 +21,39 @@ static const gc_algo_t candidates[GC_NUM_COLLS][7] = {
     [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
 };
+
+/* A candidate is timed only where the planner runs it as asked: a refusal (no peers, LL that
+ * cannot carry the call, a collective without that algorithm) or a documented fallback to another
+ * algorithm would time something else under its name. The refusals are recorded per thread, not
+ * on the communicator. */
+int gc__tune_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]) {
+  gc__facts_t quiet = *f;
+  quiet.comm = NULL;
+  int n = 0;
+  for (int k = 0; k < (int)(sizeof candidates[0] / sizeof candidates[0][0]); k++) {
+    const gc_algo_t algo = candidates[c->coll][k];
+    if (algo == GC_ALGO_AUTO) break;
+    gc__call_t asked = *c;
+    asked.algo = algo;
+    gc__plan_t p;
+    if (gc__plan(&quiet, &asked, &p) == GC_SUCCESS && p.algo == algo && p.fell_from == GC_ALGO_AUTO) out[n++] = algo;
+  }
+  return n;
+}
+
+/* The call gc_autotune makes: count elements of dtype (all-gather: each rank's part;
+ * reduce-scatter: the whole input) in gc_mem_alloc buffers, out of place. */
+static gc__call_t tuner_call(gc_comm_t comm, gc__coll_t coll, size_t count, gc_dtype_t dtype) {
+  const size_t es = gc_dtype_size(dtype), n = (size_t)comm->size;
+  const int whole = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
+  gc__call_t c = {.coll = coll, .bytes = whole ? count * es : count * es * n,
+                  .count = coll == GC_COLL_REDUCESCATTER ? count * n : count, .es = es, .os = es,
+                  .ll_bytes = gc__ll_need(comm, coll, dtype, dtype, count * es), .all_device = comm->device >= 0,
+                  .sym_in = coll != GC_COLL_BROADCAST, .sym_out = coll != GC_COLL_REDUCESCATTER, .rows = 1,
+                  .most_part = count, .parts_on_packs = count * es % 16 == 0};
+  c.cols = c.count;
+  return c;
+}
 
 /* How much faster than the built-in table's choice a candidate must be to replace it. */
 #define TABLE_MARGIN 0.03
@@ -82,6 +118,44 @@ static gc_result_t share_rows(gc_comm_t comm, gc__tuned_t *rows, int count) {
   return set_rows(comm, mine, count);
 }
 
+/* Times every candidate for t's call of `bytes` and writes the winner to *best (GC_ALGO_AUTO:
+ * none ran). The built-in table's choice (the inputs here are gc_mem_alloc's) stays unless another
+ * is faster by more than TABLE_MARGIN: below ~1 MB the candidates are within tenths of a us, and on
+ * 2 x H200 the tuner's small-size picks then flipped from run to run, 6-10% slower than the
+ * table's in the bench at 1 KB, 64 KB and 256 KB (reduce-scatter). */
+static gc_result_t time_candidates(gc_comm_t comm, trial_t *t, size_t bytes, gc_algo_t *best) {
+  gc__facts_t f;
+  gc__facts(comm, &f);
+  const gc__call_t call = tuner_call(comm, t->coll, t->count, t->dtype);
+  gc_algo_t algos[GC_NUM_ALGOS];
+  const int count = gc__tune_candidates(&f, &call, algos);
+  const gc_algo_t table = gc__table_choice(comm->cc_major, comm->local_size, t->coll, bytes, 1);
+  double best_us = 0, table_us = 0;
+  *best = GC_ALGO_AUTO;
+  for (int k = 0; k < count; k++) {
+    t->opts.algo = algos[k];
+    /* GPU algorithms: 5 + 20 calls whatever the size (1 GB: ~0.1 s a candidate); with 2 + 3 from
+     * 64 MB, the tuner took the copy engines for the 2-GPU all-gather and broadcast at 64 MB,
+     * which the bench then timed 13-19% slower than the table's choice. The MPI
+     * path (host staging) keeps 2 + 3 from 64 MB: it is most of the tuning time. */
+    const int mpi = t->opts.algo == GC_ALGO_MPI, graph = comm->device >= 0 && !mpi;
+    const int warmup = mpi ? 2 : 5, iters = mpi ? (bytes >= ((size_t)64 << 20) ? 3 : 10) : 20;
+    double us = 0;
+    gc_result_t tr = gc_time(comm, run_trial, t, NULL, warmup, iters, graph, &us);
+    if (tr == GC_ERR_UNSUPPORTED) continue; /* refused alike on every rank */
+    GC_CHECK(tr);
+    /* us is the slowest rank's time: the same number everywhere, so the same choice. */
+    if (*best == GC_ALGO_AUTO || us < best_us) {
+      *best = t->opts.algo;
+      best_us = us;
+    }
+    if (t->opts.algo == table) table_us = us;
+    GC_INFO(GC_SUB_TUNE, "%s %zu bytes %s: %.2f us", gc__coll_name(t->coll), bytes, gc_algo_name(t->opts.algo), us);
+  }
+  if (*best != GC_ALGO_AUTO && table_us > 0 && best_us >= table_us * (1.0 - TABLE_MARGIN)) *best = table;
+  return GC_SUCCESS;
+}
+
 static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
   if (!gc__dtype_valid(dtype) || !gc__dtype_reducible(dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_autotune: dtype must be a reducible type");
@@ -103,38 +177,8 @@ static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) 
                    GC_OPTIONS_INIT, stride, sets > 0 ? sets : 1, 0};
       if (t.count == 0) continue;
       gc_algo_t best = GC_ALGO_AUTO;
-      double best_us = 0, table_us = 0;
-      /* The built-in table's choice (the inputs here are gc_mem_alloc's) stays unless another is
-       * faster by more than TABLE_MARGIN: below ~1 MB the candidates are within tenths of a us,
-       * and on 2 x H200 the tuner's small-size picks then flipped from run to run, 6-10% slower
-       * than the table's in the bench at 1 KB, 64 KB and 256 KB (reduce-scatter). */
-      const gc_algo_t table = gc__table_choice(comm->local_size, (gc__coll_t)c, bytes, 1);
-      for (int k = 0; k < (int)(sizeof candidates[c] / sizeof candidates[c][0]) && candidates[c][k] != GC_ALGO_AUTO; k++) {
-        t.opts.algo = candidates[c][k];
-        /* GPU algorithms: 5 + 20 calls whatever the size (1 GB: ~0.1 s a candidate); with 2 + 3 from
-         * 64 MB, the tuner took the copy engines for the 2-GPU all-gather and broadcast at 64 MB,
-         * which the bench then timed 13-19% slower than the table's choice. The MPI
-         * path (host staging) keeps 2 + 3 from 64 MB: it is most of the tuning time. */
-        const int mpi = t.opts.algo == GC_ALGO_MPI, graph = comm->device >= 0 && !mpi;
-        const int warmup = mpi ? 2 : 5, iters = mpi ? (bytes >= ((size_t)64 << 20) ? 3 : 10) : 20;
-        double us = 0;
-        gc_result_t tr = gc_time(comm, run_trial, &t, NULL, warmup, iters, graph, &us);
-        if (tr == GC_ERR_UNSUPPORTED) continue; /* refused alike on every rank */
-        if (tr != GC_SUCCESS) {
-          r = tr;
-          break;
-        }
-        /* us is the slowest rank's time: the same number everywhere, so the same choice. */
-        if (best == GC_ALGO_AUTO || us < best_us) {
-          best = t.opts.algo;
-          best_us = us;
-        }
-        if (t.opts.algo == table) table_us = us;
-        GC_INFO(GC_SUB_TUNE, "%s %zu bytes %s: %.2f us", gc__coll_name((gc__coll_t)c), bytes,
-                gc_algo_name(t.opts.algo), us);
-      }
+      r = time_candidates(comm, &t, bytes, &best);
       if (r != GC_SUCCESS || best == GC_ALGO_AUTO) continue;
-      if (table_us > 0 && best_us >= table_us * (1.0 - TABLE_MARGIN)) best = table;
       /* A run of sizes with the same winner is one row; the last row covers anything larger. */
       if (nrows > 0 && rows[nrows - 1].coll == (gc__coll_t)c && rows[nrows - 1].algo == best)
         rows[nrows - 1].max_bytes = bytes;
@@ -156,11 +200,12 @@ gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
 }
 
 /* ---- save and load -------------------------------------------------------------------------
- * Text, one row a line:   gpus N   then   <collective> <max bytes | any> <algorithm>   */
+ * Text, one row a line:   gpus N   then   <collective> <max bytes | any> <algorithm>   then
+ * end <rows>   with its newline, last: a file cut at any byte lacks that line, so it is refused
+ * instead of read as a smaller table. The file is written beside its target and renamed over it,
+ * so a save that fails (disk full, a size limit, a read-only directory) leaves the old file. */
 
-static gc_result_t write_file(gc_comm_t comm, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: cannot open %s: %s", path, strerror(errno));
+static void write_rows(gc_comm_t comm, FILE *f) {
   fprintf(f, "# gpucoll %s tuned dispatch rows (gc_tune_load reads them; first match wins)\n", gc_get_version());
   fprintf(f, "gpus %d\n", comm->local_size);
   for (int i = 0; i < comm->tuned_count; i++) {
@@ -168,8 +213,77 @@ static gc_result_t write_file(gc_comm_t comm, const char *path) {
     if (t->max_bytes == SIZE_MAX) fprintf(f, "%s any %s\n", gc__coll_name(t->coll), gc_algo_name(t->algo));
     else fprintf(f, "%s %zu %s\n", gc__coll_name(t->coll), t->max_bytes, gc_algo_name(t->algo));
   }
-  if (fclose(f) != 0) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: writing %s: %s", path, strerror(errno));
-  return GC_SUCCESS;
+  fprintf(f, "end %d\n", comm->tuned_count);
+}
+
+/* A new file beside path (the same directory, so that rename replaces path in one step), named
+ * path.tmp.PID.N; O_EXCL, so that no other saver or stale temporary shares it. -1 and errno. */
+static int open_beside(const char *path, char *tmp, size_t cap) {
+  static unsigned serial;
+  for (int tries = 0; tries < 64; tries++) {
+    if (snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), serial++) >= (int)cap) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+/* After the rename: the directory's entry on disk too. The new file is in place either way, so a
+ * failure here is a warning, not the call's result. */
+static void sync_directory(const char *path) {
+  char *dir = strdup(path);
+  if (!dir) return;
+  char *slash = strrchr(dir, '/');
+  const char *name = slash ? dir : ".";
+  if (slash == dir) slash[1] = '\0'; /* "/x": the root */
+  else if (slash) *slash = '\0';
+  int fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) GC_WARN(GC_SUB_TUNE, "gc_tune_save: syncing directory %s: %s", name, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(dir);
+}
+
+static gc_result_t write_file(gc_comm_t comm, const char *path) {
+  const size_t cap = strlen(path) + 48;
+  char *tmp = malloc(cap);
+  if (!tmp) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  int fd = open_beside(path, tmp, cap);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    gc_result_t r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: cannot create a file beside %s: %s; %s is as it was",
+                            path, strerror(errno), path);
+    if (fd >= 0) {
+      close(fd);
+      unlink(tmp);
+    }
+    free(tmp);
+    return r;
+  }
+  write_rows(comm, f);
+  const char *step = NULL;
+  if (fflush(f) != 0 || ferror(f)) step = "writing";
+  else if (fsync(fileno(f)) != 0) step = "flushing";
+  int err = errno;
+  if (fclose(f) != 0 && !step) {
+    step = "closing";
+    err = errno;
+  }
+  if (!step && rename(tmp, path) != 0) {
+    step = "renaming";
+    err = errno;
+  }
+  gc_result_t r = GC_SUCCESS;
+  if (step) {
+    unlink(tmp);
+    r = GC_FAIL(comm, GC_ERR_SYSTEM, "gc_tune_save: %s %s failed: %s; %s is as it was", step, tmp, strerror(err), path);
+  } else {
+    sync_directory(path);
+  }
+  free(tmp);
+  return r;
 }
 
 gc_result_t gc_tune_save(gc_comm_t comm, const char *path) {
@@ -199,15 +313,74 @@ static int parse_count(const char *s, unsigned long long max, unsigned long long
   return 1;
 }
 
-/* Every line is whole words: one 'gpus N' line, then rows of exactly three words ('#' starts a
- * comment line). Anything else is refused, naming the line as an editor counts it: a file that
- * is not exactly what gc_tune_save writes (or a hand edit of it) must not become rows. */
+/* What the lines read so far hold. */
+typedef struct {
+  gc__tuned_t *rows;
+  int n, gpus;             /* gpus: -1 until its line */
+  int ended;               /* the 'end <rows>' line was read */
+  unsigned long long said; /* its row count */
+} tune_text_t;
+
+/* One line of words into t: NULL, or what is wrong with the line. */
+static const char *parse_line(char *const *w, int nw, tune_text_t *t) {
+  unsigned long long v = 0;
+  if (t->ended) return "follows the 'end <rows>' line";
+  if (strcmp(w[0], "gpus") == 0) {
+    if (nw != 2 || t->gpus >= 0 || !parse_count(w[1], INT_MAX, &v)) return "is not the one 'gpus <count>' line";
+    t->gpus = (int)v;
+    return NULL;
+  }
+  if (strcmp(w[0], "end") == 0) {
+    if (nw != 2 || !parse_count(w[1], INT_MAX, &v)) return "is not 'end <rows>'";
+    t->ended = 1;
+    t->said = v;
+    return NULL;
+  }
+  int coll = -1;
+  gc_algo_t algo = GC_ALGO_AUTO;
+  for (int k = 0; nw == 3 && k < GC_NUM_COLLS; k++)
+    if (strcmp(w[0], gc__coll_name((gc__coll_t)k)) == 0) coll = k;
+  if (coll >= 0 && strcmp(w[1], "any") == 0) v = SIZE_MAX;
+  else if (coll >= 0 && !parse_count(w[1], SIZE_MAX, &v)) coll = -1;
+  if (coll < 0 || gc_algo_from_name(w[2], &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
+    return "is not '<collective> <bytes|any> <algorithm>'";
+  t->rows[t->n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)v, algo};
+  return NULL;
+}
+
+/* Whether the last line of words is an 'end' line ended by its newline, as gc_tune_save writes
+ * it: no proper prefix of a saved file has one, so a file cut anywhere is told apart before its
+ * cut line is read as a row ("oneshot_ll" cut to "oneshot") or refused as a garbled one. */
+static int ends_whole(const char *text, size_t len) {
+  if (len == 0 || text[len - 1] != '\n') return 0;
+  for (size_t e = len - 1;;) { /* text[e] ends the line */
+    size_t b = e;
+    while (b > 0 && text[b - 1] != '\n') b--;
+    const char *s = text + b, *stop = text + e;
+    while (s < stop && strchr(" \t\r\v\f", *s)) s++;
+    if (s < stop && *s != '#')
+      return stop - s >= 3 && strncmp(s, "end", 3) == 0 && (stop - s == 3 || strchr(" \t\r\v\f", s[3]));
+    if (b == 0) return 0;
+    e = b - 1;
+  }
+}
+
+/* Every line is whole words: one 'gpus N' line, rows of exactly three words, and the 'end <rows>'
+ * line last ('#' starts a comment line). Anything else is refused, naming the line as an editor
+ * counts it: a file that is not exactly what gc_tune_save writes (or a hand edit of it) must not
+ * become rows. */
 static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned_t **out, int *count) {
+  static const char *const regenerate = "make a new one with gc_autotune and gc_tune_save";
+  if (!ends_whole(text, strlen(text)))
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
+                   "gc_tune_load: %s does not end with its 'end <rows>' line: it is truncated (or was saved by a "
+                   "gpucoll without end markers); %s",
+                   path, regenerate);
   int lines = 1;
   for (const char *p = text; *p; p++) lines += *p == '\n';
-  gc__tuned_t *rows = calloc((size_t)lines, sizeof *rows);
-  if (!rows) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
-  int n = 0, gpus = -1, line = 0;
+  tune_text_t t = {calloc((size_t)lines, sizeof(gc__tuned_t)), 0, -1, 0, 0};
+  if (!t.rows) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
+  int line = 0;
   const char *bad = NULL;
   for (char *s = text, *next; !bad && s; s = next) {
     line++;
@@ -215,36 +388,25 @@ static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned
     if (next) *next++ = '\0';
     char *w[4] = {NULL}, *save = NULL;
     int nw = 0;
-    for (char *t = strtok_r(s, " \t\r\v\f", &save); t && nw < 4; t = strtok_r(NULL, " \t\r\v\f", &save)) w[nw++] = t;
-    if (nw == 0 || w[0][0] == '#') continue;
-    unsigned long long v = 0;
-    if (strcmp(w[0], "gpus") == 0) {
-      if (nw != 2 || gpus >= 0 || !parse_count(w[1], INT_MAX, &v)) bad = "is not the one 'gpus <count>' line";
-      else gpus = (int)v;
-      continue;
-    }
-    int coll = -1;
-    gc_algo_t algo = GC_ALGO_AUTO;
-    for (int k = 0; nw == 3 && k < GC_NUM_COLLS; k++)
-      if (strcmp(w[0], gc__coll_name((gc__coll_t)k)) == 0) coll = k;
-    if (coll >= 0 && strcmp(w[1], "any") == 0) v = SIZE_MAX;
-    else if (coll >= 0 && !parse_count(w[1], SIZE_MAX, &v)) coll = -1;
-    if (coll < 0 || gc_algo_from_name(w[2], &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
-      bad = "is not '<collective> <bytes|any> <algorithm>'";
-    else rows[n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)v, algo};
+    for (char *tok = strtok_r(s, " \t\r\v\f", &save); tok && nw < 4; tok = strtok_r(NULL, " \t\r\v\f", &save)) w[nw++] = tok;
+    if (nw > 0 && w[0][0] != '#') bad = parse_line(w, nw, &t);
   }
   gc_result_t r = GC_SUCCESS;
   if (bad) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s line %d %s", path, line, bad);
-  else if (gpus < 0) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s has no 'gpus <count>' line", path);
-  else if (gpus != comm->local_size)
+  else if (t.said != (unsigned long long)t.n)
+    r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
+                "gc_tune_load: %s holds %d rows where its 'end' line says %llu: rows are missing or were added; %s",
+                path, t.n, t.said, regenerate);
+  else if (t.gpus < 0) r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s has no 'gpus <count>' line", path);
+  else if (t.gpus != comm->local_size)
     r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s was tuned for %d GPUs, this communicator has %d", path,
-                gpus, comm->local_size);
+                t.gpus, comm->local_size);
   if (r != GC_SUCCESS) {
-    free(rows);
+    free(t.rows);
     return r;
   }
-  *out = rows;
-  *count = n;
+  *out = t.rows;
+  *count = t.n;
   return GC_SUCCESS;
 }
 

@@ -110,6 +110,7 @@ void gc_test_suite_errors(void);
 void gc_test_suite_params(void);
 void gc_test_suite_dispatch(void);
 void gc_test_suite_plan(void);
+void gc_test_suite_plan_query(void);
 void gc_test_suite_types(void);
 void gc_test_suite_comm(void);
 void gc_test_suite_validation(void);

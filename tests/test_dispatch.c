@@ -1,7 +1,8 @@
 /* test_dispatch.c — the built-in dispatch table for every GPU count from 1 to 8 and sizes from one
  * byte to 1 TB: each call gets a kernel its collective has, LL only when the call fits LL, a grid
- * within the kernels' limits; no peer access means MPI. No communicator: a node of n GPUs is a
- * zeroed gc_comm with the fields dispatch reads. */
+ * within the kernels' limits; no peer access means MPI; the rows follow the GPU's architecture
+ * (sm_90's measured rows there, the default set elsewhere). No communicator: a node of n GPUs is a
+ * zeroed gc__facts_t with the fields dispatch reads (sm_90 unless a test says otherwise). */
 #include <string.h>
 
 #include "gc_internal.h"
@@ -17,6 +18,7 @@ static void node_of(gc__facts_t *c, int n, int p2p) {
   c->p2p_ready = p2p;
   c->forced_algo = GC_ALGO_AUTO;
   c->sm_count = 132;
+  c->cc_major = 9;
   c->sw.ll_threads = 128;
 }
 
@@ -40,11 +42,14 @@ static int coll_has(gc__coll_t coll, gc_algo_t algo) {
 }
 
 static void test_every_node_size(void) {
+  static const int archs[] = {9, 8, 10};
   gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
   int bad = 0;
-  for (int n = 1; n <= GC_MAX_LOCAL_RANKS; n++) {
+  for (int node = 0; node < 3 * GC_MAX_LOCAL_RANKS; node++) {
+    const int n = 1 + node % GC_MAX_LOCAL_RANKS;
     node_of(&c, n, 1);
+    c.cc_major = archs[node / GC_MAX_LOCAL_RANKS];
     for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++)
       for (int e = 0; e <= 40; e++)
         for (int plus = 0; plus < 2; plus++)
@@ -62,9 +67,9 @@ static void test_every_node_size(void) {
                      p.blocks >= 1 && p.blocks <= most && p.threads >= 32 && p.threads <= GC_KTHREADS &&
                      p.threads % 32 == 0;
             if (!ok && bad++ < 8)
-              fprintf(stderr, "dispatch: %s of %zu bytes on %d GPUs (LL %s) -> %s, %d blocks of %d threads\n",
-                      gc__coll_name(colls[k]), bytes, n, fits ? "fits" : "cannot", gc_algo_name(p.algo), p.blocks,
-                      p.threads);
+              fprintf(stderr, "dispatch: %s of %zu bytes on %d GPUs of sm_%d0 (LL %s) -> %s, %d blocks of %d threads\n",
+                      gc__coll_name(colls[k]), bytes, n, c.cc_major, fits ? "fits" : "cannot", gc_algo_name(p.algo),
+                      p.blocks, p.threads);
           }
   }
   CU_ASSERT_EQUAL(bad, 0);
@@ -167,6 +172,57 @@ static void test_allgather_by_writes_rows(void) {
   }
 }
 
+/* Rows measured on one architecture apply to it: sm_90 gets them; every other compute capability
+ * (sm_80, sm_89, sm_100, sm_120, a rank without a GPU) gets the default set, whose rows are only
+ * the kernels by reads, never sm_90's thresholds. */
+static void test_rows_by_architecture(void) {
+  const gc__row_t *measured = NULL, *rows = NULL;
+  const char *name = NULL;
+  const int n90 = gc__table_rows(9, &measured, &name);
+  CU_ASSERT_PTR_NOT_NULL(strstr(name, "sm_90"));
+  static const int others[] = {0, 7, 8, 10, 12};
+  for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+    const int count = gc__table_rows(others[k], &rows, &name);
+    CU_ASSERT_TRUE(rows != measured && count > 0 && count < n90);
+    CU_ASSERT_PTR_NOT_NULL(strstr(name, "default"));
+    for (int i = 0; i < count; i++) {
+      CU_ASSERT_TRUE(rows[i].algo == GC_ALGO_ONESHOT || rows[i].algo == GC_ALGO_TWOSHOT);
+      CU_ASSERT_EQUAL(rows[i].fallback, GC_ALGO_AUTO);
+      CU_ASSERT_EQUAL(rows[i].plain, GC_ALGO_AUTO);
+    }
+  }
+  static const struct {
+    int cc, n;
+    gc__coll_t coll;
+    size_t bytes;
+    gc_algo_t algo;
+  } want[] = {
+      {9, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT_LL},   {10, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT},
+      {8, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT},      {9, 4, GC_COLL_ALLREDUCE, 64 << 20, GC_ALGO_TWOSHOT_PUSH},
+      {10, 4, GC_COLL_ALLREDUCE, 64 << 20, GC_ALGO_TWOSHOT},      {9, 2, GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_COPYENGINE},
+      {8, 2, GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_ONESHOT}, {9, 8, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_TWOSHOT_PUSH},
+      {10, 8, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_TWOSHOT},       {12, 2, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_ONESHOT},
+      {0, 4, GC_COLL_REDUCESCATTER, 4 << 20, GC_ALGO_ONESHOT},
+  };
+  gc_options_t o = GC_OPTIONS_INIT;
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    gc__facts_t c;
+    node_of(&c, want[i].n, 1);
+    c.cc_major = want[i].cc;
+    gc__plan_t p;
+    CU_ASSERT_EQUAL(dispatch(&c, want[i].coll, want[i].bytes, want[i].bytes, &o, &p), GC_SUCCESS);
+    if (p.algo != want[i].algo)
+      fprintf(stderr, "dispatch: sm_%d0, %d GPUs, %s of %zu bytes -> %s, not %s\n", want[i].cc, want[i].n,
+              gc__coll_name(want[i].coll), want[i].bytes, gc_algo_name(p.algo), gc_algo_name(want[i].algo));
+    CU_ASSERT_EQUAL(p.algo, want[i].algo);
+    CU_ASSERT_EQUAL(gc__table_choice(want[i].cc, want[i].n, want[i].coll, want[i].bytes, 1), want[i].algo);
+  }
+  /* the copy-engine all-reduce's measured crossover to copies: sm_90 only */
+  CU_ASSERT_TRUE(gc__ce_allreduce_by_copies(9, 4, (size_t)1 << 30));
+  CU_ASSERT_FALSE(gc__ce_allreduce_by_copies(10, 4, (size_t)1 << 30));
+  CU_ASSERT_FALSE(gc__ce_allreduce_by_copies(8, 2, (size_t)1 << 30));
+}
+
 static void test_no_peer_access_is_mpi(void) {
   gc__facts_t c;
   gc_options_t o = GC_OPTIONS_INIT;
@@ -199,6 +255,7 @@ void gc_test_suite_dispatch(void) {
                                          {"LL rows", test_ll_rows},
                                          {"reduce-scatter by writes rows", test_reducescatter_by_writes_rows},
                                          {"all-gather by writes rows", test_allgather_by_writes_rows},
+                                         {"rows by architecture", test_rows_by_architecture},
                                          {"no peer access: MPI", test_no_peer_access_is_mpi},
                                          {"multimem sizes", test_multimem_sizes},
                                          {NULL, NULL}};

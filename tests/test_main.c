@@ -29,6 +29,7 @@ static const struct {
     {"collectives", gc_test_suite_collectives, 1},
     {"p2p", gc_test_suite_p2p, 1},
     {"tune", gc_test_suite_tune, 1},
+    {"plan_query", gc_test_suite_plan_query, 1},
     {"rmsnorm", gc_test_suite_rmsnorm, 1},
     {"mixed", gc_test_suite_mixed, 1},
     {"wire", gc_test_suite_wire, 0},

@@ -703,6 +703,47 @@ static int collective(lua_State *L, coll_t k) {
   return lgc_ok(L, c, lgc_unstick(c, run_gpucoll(c, k, &call), call.stream)); /* the MPI path waits */
 }
 
+/* comm:plan(collective, <that collective's arguments>): the plan the call would take, running
+ * nothing (not collective): a table of algorithm, fell_from (absent: no fallback), from_table,
+ * path, blocks, threads, chunk_bytes, piece_bytes and staged; nil, msg, code where the call
+ * would be refused. The collective's name is taken off the stack, so argument errors count from
+ * the collective's own arguments. */
+static int m_plan(lua_State *L) {
+  static const char *const names[] = {"allreduce", "reducescatter", "allgather", "broadcast", NULL};
+  static const coll_t kinds[] = {C_ALLREDUCE, C_REDUCESCATTER, C_ALLGATHER, C_BROADCAST};
+  static const gc_collective_t colls[] = {GC_COLLECTIVE_ALLREDUCE, GC_COLLECTIVE_REDUCESCATTER,
+                                          GC_COLLECTIVE_ALLGATHER, GC_COLLECTIVE_BROADCAST};
+  lgc_comm_t *c = lgc_checkcomm(L, 1);
+  const int i = luaL_checkoption(L, 2, NULL, names);
+  lua_remove(L, 2);
+  call_t call;
+  prepare(L, c, kinds[i], 0, &call);
+  gc_plan_t p = GC_PLAN_INIT;
+  gc_result_t r = gc_plan_query(&p, colls[i], call.send, call.recv, call.count, call.dtype, call.op,
+                                call.root, c->comm, &call.o);
+  if (r != GC_SUCCESS) return lgc_ok(L, c, r);
+  lua_createtable(L, 0, 9);
+  lua_pushstring(L, gc_algo_name(p.algo));
+  lua_setfield(L, -2, "algorithm");
+  if (p.fell_from != GC_ALGO_AUTO) {
+    lua_pushstring(L, gc_algo_name(p.fell_from));
+    lua_setfield(L, -2, "fell_from");
+  }
+  lua_pushboolean(L, p.from_table);
+  lua_setfield(L, -2, "from_table");
+  lua_pushstring(L, gc_plan_path_name(p.path));
+  lua_setfield(L, -2, "path");
+  const lua_Integer numbers[] = {p.blocks, p.threads, (lua_Integer)p.chunk_bytes, (lua_Integer)p.piece_bytes};
+  static const char *const keys[] = {"blocks", "threads", "chunk_bytes", "piece_bytes"};
+  for (int k = 0; k < 4; k++) {
+    lua_pushinteger(L, numbers[k]);
+    lua_setfield(L, -2, keys[k]);
+  }
+  lua_pushboolean(L, p.staged);
+  lua_setfield(L, -2, "staged");
+  return 1;
+}
+
 static int m_allreduce(lua_State *L) { return collective(L, C_ALLREDUCE); }
 static int m_reducescatter(lua_State *L) { return collective(L, C_REDUCESCATTER); }
 static int m_reducescatter_2d(lua_State *L) { return collective(L, C_RS2D); }
@@ -1132,6 +1173,7 @@ static const luaL_Reg comm_methods[] = {
     {"broadcast", m_broadcast},
     {"reducescatter_allreduce", m_reducescatter_allreduce},
     {"allreduce_allgather", m_allreduce_allgather},
+    {"plan", m_plan},
     {"time", m_time},
     {"sync", m_sync},
     {"autotune", m_autotune},

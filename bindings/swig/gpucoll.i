@@ -109,7 +109,7 @@ static MPI_Fint gcswig_world(void) {
 %ignore gc_timed_fn;
 
 /* ---------------------------------------------------------------------------------------------
- * Config, options and the RMSNorm settings: constructors start from the header's initializers,
+ * Config, options, plans and the RMSNorm settings: constructors start from the header's initializers,
  * not from zeros (a zero version is refused).
  * ------------------------------------------------------------------------------------------- */
 %extend gc_config {
@@ -133,6 +133,17 @@ static MPI_Fint gcswig_world(void) {
     return o;
   }
   ~gc_options() { free($self); }
+}
+%extend gc_plan {
+  gc_plan() {
+    gc_plan_t *p = (gc_plan_t *)malloc(sizeof *p);
+    if (p) {
+      gc_plan_t init = GC_PLAN_INIT;
+      *p = init;
+    }
+    return p;
+  }
+  ~gc_plan() { free($self); }
 }
 %extend gc_rmsnorm_fp8 {
   gc_rmsnorm_fp8() {

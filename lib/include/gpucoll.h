@@ -371,15 +371,85 @@ GC_API void gc_element_set(void *host_buf, size_t i, gc_dtype_t dtype, double va
 GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, size_t *length);
 
 /* ---------------------------------------------------------------------------------------------
+ * Plan query: the plan a call would take, without running anything. gc_plan_query takes a basic
+ * collective's arguments as the call takes them (count: all-reduce and broadcast the whole,
+ * reduce-scatter recvcount, all-gather sendcount; op for reductions, root for the broadcast) and
+ * writes the plan that call would take now on this rank: the same checks (a call the collective
+ * would refuse is refused here with the same code and message) and the same planner, with the
+ * options, GC_ALGO, the tuned rows and the built-in table in force. It is not collective and
+ * talks to no other rank (calls are not compared under GC_CHECK_CALLS); every rank derives the
+ * same plan from the same arguments, as the call does. No stream: the MPI path's refusal inside
+ * a CUDA graph capture is the call's alone. *out must be initialized with GC_PLAN_INIT and is
+ * written only on success.
+ * XX(ENUM_SUFFIX, name, what moves the data)
+ * ------------------------------------------------------------------------------------------- */
+#define GC_PLAN_PATH_MAP(XX)                                                              \
+  XX(NONE, "none", "nothing moves (count 0)")                                             \
+  XX(KERNELS, "kernels", "peer-to-peer kernels: the SMs read or write the peers' GPUs")   \
+  XX(COPYENGINE, "copyengine", "copy engines move the bytes, the SMs reduce")             \
+  XX(MPI, "mpi", "the MPI path (host buffers, no peer access, several nodes)")            \
+  XX(LOCAL, "local", "one rank: a copy (or the epilogue's kernel) on its own GPU")
+
+typedef enum gc_plan_path {
+#define GC__PLAN_PATH_ENUM(name, str, doc) GC_PLAN_##name,
+  GC_PLAN_PATH_MAP(GC__PLAN_PATH_ENUM)
+#undef GC__PLAN_PATH_ENUM
+  GC_NUM_PLAN_PATHS
+} gc_plan_path_t;
+
+typedef enum gc_collective {
+  GC_COLLECTIVE_ALLREDUCE,
+  GC_COLLECTIVE_REDUCESCATTER,
+  GC_COLLECTIVE_ALLGATHER,
+  GC_COLLECTIVE_BROADCAST,
+  GC_NUM_COLLECTIVES
+} gc_collective_t;
+
+#define GC_PLAN_VERSION 1
+typedef struct gc_plan {
+  unsigned version;     /* GC_PLAN_VERSION */
+  gc_plan_path_t path;  /* what moves the data */
+  gc_algo_t algo;       /* the algorithm that runs (gc_algo_name); MPI on the MPI path, AUTO for none */
+  gc_algo_t fell_from;  /* the algorithm chosen before a documented fallback (AUTO: none) */
+  int from_table;       /* 1: the algorithm is the built-in table's (not asked for, GC_ALGO or tuned) */
+  int blocks, threads;  /* the grid of the call's kernel; 0 where none runs (MPI, cudaMemcpyAsync) */
+  size_t chunk_bytes;   /* bytes a step takes: of the input (all-reduce, broadcast) or of one
+                         * rank's part (reduce-scatter, all-gather); all of it when one step
+                         * does; 0 where the algorithm does not go in such steps */
+  size_t piece_bytes;   /* bytes per piece of the kernels by writes; 0: none, or by size */
+  int staged;           /* 1: the data passes through the library's own areas (staging, inboxes,
+                         * LL or push areas, the multicast buffer); 0: peers read and write the
+                         * caller's gc_mem_alloc buffers where they are, one rank copies locally,
+                         * or the MPI path (which stages device buffers through pinned host
+                         * memory unless gc_comm_cuda_aware_mpi) */
+} gc_plan_t;
+#define GC_PLAN_INIT {GC_PLAN_VERSION, GC_PLAN_NONE, GC_ALGO_AUTO, GC_ALGO_AUTO, 0, 0, 0, 0, 0, 0}
+
+GC_API gc_result_t gc_plan_query(gc_plan_t *out, gc_collective_t coll, const void *sendbuf,
+                                 const void *recvbuf, size_t count, gc_dtype_t dtype, gc_op_t op,
+                                 int root, gc_comm_t comm, const gc_options_t *opts);
+/* "kernels" for GC_PLAN_KERNELS; NULL when out of range. */
+GC_API const char *gc_plan_path_name(gc_plan_path_t path);
+
+/* ---------------------------------------------------------------------------------------------
  * Autotuning. gc_autotune times every algorithm this communicator can run, for each collective at
  * sizes 1 KB, 4 KB, ... up to max_bytes (dtype elements, graph replay on GPUs), and makes the
  * fastest at each size the communicator's choice for the sizes up to it (the last for everything
  * larger); the built-in table's choice stays unless another is more than 3% faster. Collective;
  * rank 0's measurement (the maximum over ranks) decides and is broadcast, so every rank
  * dispatches alike. Explicit per-call algorithms and GC_ALGO still win over it.
- * gc_tune_save writes the tuned rows (rank 0 writes; collective); gc_tune_load reads a saved file
- * on rank 0 and broadcasts it, refusing one made for another GPU count. gc_tune_reset goes back to
- * the built-in table.
+ * gc_tune_save writes the tuned rows (rank 0 writes; collective) as text: a 'gpus N' line, one
+ * '<collective> <max bytes|any> <algorithm>' line a row, and last 'end <rows>' with its newline.
+ * It writes a new file beside `path` (same directory), flushes it to disk (fflush, fsync) and
+ * renames it over `path`: a save that fails (disk full, a file size limit, a read-only directory)
+ * returns GC_ERR_SYSTEM on every rank and leaves any old file at `path` as it was.
+ * gc_tune_load reads a saved file on rank 0 and broadcasts it; every rank gets the same rows or
+ * the same refusal (GC_ERR_INVALID_ARGUMENT), and a refusal leaves the rows in force alone. It
+ * refuses a file made for another GPU count, anything gc_tune_save would not write, and a file
+ * that does not end with its 'end <rows>' line or whose row count differs from it: a file cut at
+ * any byte is refused with a message saying it is truncated, never loaded as a smaller table.
+ * Files from before the end line are refused alike (they cannot be told from a truncated file);
+ * make a new one with gc_autotune and gc_tune_save. gc_tune_reset goes back to the built-in table.
  * ------------------------------------------------------------------------------------------- */
 GC_API gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype);
 GC_API gc_result_t gc_tune_save(gc_comm_t comm, const char *path);

@@ -677,6 +677,23 @@ test("nccl", function()
   end
 end)
 
+test("plan", function()
+  local b = comm:buffer(1000, "float32", "host")
+  local r = comm:buffer(1000, "float32", "host")
+  local p = assert(comm:plan("allreduce", b, r))
+  eq(p.path, "mpi") -- host buffers take the MPI path
+  eq(p.algorithm, "mpi")
+  eq(p.blocks, 0)
+  eq(p.fell_from, nil)
+  eq(type(p.staged), "boolean")
+  local q = assert(comm:plan("broadcast", b, r, 0))
+  eq(q.path, "mpi")
+  local p0 = assert(comm:plan("allreduce", b, r, { count = 0 }))
+  eq(p0.path, "none")
+  fails("GC_ERR_UNSUPPORTED", comm:plan("allreduce", b, r, { algo = "oneshot" }))
+  raises("invalid option", comm.plan, comm, "alltoall", b, r)
+end)
+
 test("autotune, tune_save, tune_load", function()
   local table_text = assert(comm:autotune(16 * 1024, "float32"))
   assert(table_text:find("tuned"), table_text)

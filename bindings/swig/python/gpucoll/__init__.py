@@ -708,6 +708,51 @@ class Comm:
         _s.gc_broadcast_ex(s.ptr, r.ptr, s.nelem, s.dtype, root, h, st, opts)
         return out
 
+    _PLANNED = {"allreduce": _s.GC_COLLECTIVE_ALLREDUCE,
+                "reducescatter": _s.GC_COLLECTIVE_REDUCESCATTER,
+                "allgather": _s.GC_COLLECTIVE_ALLGATHER,
+                "broadcast": _s.GC_COLLECTIVE_BROADCAST}
+
+    def plan(self, collective, send, out=None, op="sum", *, root=0, algo=None, max_blocks=0,
+             pdl=None, scale=1.0, add=None, out_dtype=None):
+        """The plan that comm.<collective>(send, out, ...) would take, without running anything
+        (not collective): a dict of algorithm, fell_from (None: no fallback), from_table, path
+        ("kernels", "copyengine", "mpi", "local", "none"), blocks, threads, chunk_bytes,
+        piece_bytes and staged. The arguments are the call's; out=None plans for a new array (the
+        broadcast: in place in send), as the call would make. Refused calls raise as they would."""
+        f = "plan"
+        h = self._handle(f)
+        if not isinstance(collective, str) or collective not in self._PLANNED:
+            raise ValueError("plan: collective must be one of %s, not %r"
+                             % (", ".join(sorted(self._PLANNED)), collective))
+        s = _buffer(send, f, "send")
+        count, shape = s.nelem, s.shape
+        if collective == "reducescatter":
+            if s.nelem % self.size:
+                _fail(InvalidArgument, f, "send has %d elements, not a multiple of the %d ranks"
+                      % (s.nelem, self.size))
+            count = s.nelem // self.size
+            shape = ((s.shape[0] // self.size,) + s.shape[1:]
+                     if s.shape and s.shape[0] % self.size == 0 else (count,))
+        elif collective == "allgather":
+            shape = _gathered_shape(s.shape, self.size)
+        elif collective == "broadcast" and out is None:
+            out = send
+        keep = []
+        opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype, shape,
+                                   keep)
+        out, r = self._output(f, s, out, shape, code)
+        op = _op_code(op, f) if collective in ("allreduce", "reducescatter") else _s.GC_SUM
+        root = _int(root, "root", f, 0)
+        p = _s.gc_plan_t()
+        _s.gc_plan_query(p, self._PLANNED[collective], s.ptr, r.ptr, count, s.dtype, op, root, h,
+                         opts)
+        return {"algorithm": _s.gc_algo_name(p.algo),
+                "fell_from": None if p.fell_from == _s.GC_ALGO_AUTO else _s.gc_algo_name(p.fell_from),
+                "from_table": bool(p.from_table), "path": _s.gc_plan_path_name(p.path),
+                "blocks": p.blocks, "threads": p.threads, "chunk_bytes": p.chunk_bytes,
+                "piece_bytes": p.piece_bytes, "staged": bool(p.staged)}
+
     # -- memory helpers
     def fill_random(self, array, seed=0):
         """Fills an array (host or device) from the library's generator keyed by (seed, index)."""

@@ -420,6 +420,29 @@ def test_autotune_save_load(comm, tmp_path_factory):
     comm.tune_reset()
 
 
+def test_plan_query(comm):
+    x = contribution(comm.rank, 1000, np.float32)
+    for collective in ("allreduce", "reducescatter", "allgather", "broadcast"):
+        send = x[: 1000 - 1000 % comm.size] if collective == "reducescatter" else x
+        p = comm.plan(collective, send)
+        assert set(p) == {"algorithm", "fell_from", "from_table", "path", "blocks", "threads",
+                          "chunk_bytes", "piece_bytes", "staged"}
+        assert p["path"] == "mpi" and p["algorithm"] == "mpi"  # host buffers take the MPI path
+        assert p["blocks"] == 0 and p["fell_from"] is None
+    y = comm.allreduce(x)  # the query ran nothing; the call still gives the sum
+    assert np.array_equal(y, total(comm.size, 1000, np.float32))
+    assert comm.plan("allreduce", x, algo="mpi")["algorithm"] == "mpi"
+    with pytest.raises(gpucoll.Error) as refused:  # no kernels on host buffers: as the call says
+        comm.plan("allreduce", x, algo="oneshot")
+    with pytest.raises(gpucoll.Error) as call_refused:
+        comm.allreduce(x, algo="oneshot")
+    assert refused.value.code == call_refused.value.code == "GC_ERR_UNSUPPORTED"
+    assert refused.value.message == call_refused.value.message
+    with pytest.raises(ValueError):
+        comm.plan("alltoall", x)
+    assert comm.plan("allreduce", x[:0])["path"] == "none"
+
+
 def test_big_endian_numpy_arrays_are_refused(comm):
     # numpy names '>f4' "float32" too; read as native it would reduce garbage.
     for dtype in (">f4", ">i8", ">f2"):
