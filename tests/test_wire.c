@@ -206,6 +206,75 @@ static void test_twoshot_walk(void) {
   CU_ASSERT(flat_bad > 0);
 }
 
+/* ---- the plan ------------------------------------------------------------------------------- */
+
+static gc__facts_t wire_facts(int n) {
+  gc__facts_t f;
+  memset(&f, 0, sizeof f);
+  f.size = f.local_size = n;
+  f.p2p_ready = 1;
+  f.sm_count = 132;
+  f.cc_major = 9;
+  f.forced_algo = GC_ALGO_AUTO;
+  f.staging_bytes = (size_t)64 << 20;
+  f.sw = (gc__switches_t){0, -1, -1, GC_CE_AR_AUTO, 2, 128, 512 << 10, 128};
+  return f;
+}
+
+static gc__call_t wire_call(size_t count, int wire, int group, int all_device) {
+  gc__call_t c;
+  memset(&c, 0, sizeof c);
+  c.coll = GC_COLL_ALLREDUCE;
+  c.es = c.os = 4;
+  c.count = count;
+  c.bytes = count * 4;
+  c.all_device = all_device;
+  c.wire = wire;
+  c.wire_group = group;
+  return c;
+}
+
+/* The plan records the call's wire and nothing else picks one: a native call plans native at
+ * every size; an fp8 call plans fp8 with its group (MPI path on host buffers, the wire kernels on
+ * device buffers, rounds of whole groups that fit the staging half); what cannot run it is refused. */
+static void test_plan_wire(void) {
+  gc__plan_t p;
+  for (size_t count = 1; count < ((size_t)1 << 30); count *= 16) {
+    gc__facts_t f = wire_facts(4);
+    gc__call_t c = wire_call(count, GC_WIRE_FMT_NATIVE, 0, 1);
+    CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_SUCCESS);
+    CU_ASSERT(p.wire == GC_WIRE_FMT_NATIVE && p.form != GC_FORM_WIRE);
+    c = wire_call(count, GC_WIRE_FMT_FP8, 64, 1);
+    CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_SUCCESS);
+    CU_ASSERT(p.wire == GC_WIRE_FMT_FP8 && p.wire_group == 64 && p.form == GC_FORM_WIRE && p.path == GC_PATH_PEERS);
+    CU_ASSERT(p.kernel == GC_KALGO_TWOSHOT && p.threads == GC_WIRE_THREADS && p.blocks >= 1 && p.blocks <= 132);
+    CU_ASSERT(p.chunk > 0 && (p.chunk % 128 == 0 || p.chunk == count));
+    CU_ASSERT(gc_wire_layout_bytes(p.chunk, GC_WIRE_FMT_FP8, 64) <= gc__staging_half(f.staging_bytes));
+    c.algo = GC_ALGO_ONESHOT;
+    CU_ASSERT(gc__plan(&f, &c, &p) == GC_SUCCESS && p.kernel == GC_KALGO_ONESHOT && p.wire == GC_WIRE_FMT_FP8);
+    c = wire_call(count, GC_WIRE_FMT_BF16, 0, 0); /* host buffers */
+    CU_ASSERT(gc__plan(&f, &c, &p) == GC_SUCCESS && p.path == GC_PATH_MPI && p.wire == GC_WIRE_FMT_BF16);
+  }
+  gc__facts_t f = wire_facts(2);
+  f.forced_algo = GC_ALGO_COPYENGINE; /* GC_ALGO's algorithms that the wire has not: not applied */
+  gc__call_t c = wire_call(1000, GC_WIRE_FMT_FP8, 32, 1);
+  CU_ASSERT(gc__plan(&f, &c, &p) == GC_SUCCESS && p.form == GC_FORM_WIRE);
+  c.algo = GC_ALGO_COPYENGINE; /* the options': refused */
+  CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_ERR_INVALID_ARGUMENT);
+  c = wire_call(1000, GC_WIRE_FMT_FP8, 32, 1);
+  c.coll = GC_COLL_REDUCESCATTER;
+  CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_ERR_INVALID_ARGUMENT);
+  f = wire_facts(2);
+  f.size = 4; /* two nodes: device buffers are refused, host buffers take the MPI path */
+  c = wire_call(1000, GC_WIRE_FMT_FP8, 32, 1);
+  CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_ERR_UNSUPPORTED);
+  c.all_device = 0;
+  CU_ASSERT(gc__plan(&f, &c, &p) == GC_SUCCESS && p.path == GC_PATH_MPI);
+  f.p2p_ready = 0;
+  c.all_device = 1;
+  CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_ERR_UNSUPPORTED);
+}
+
 /* ---- the all-reduce simulated ---------------------------------------------------------------- */
 
 enum { MAX_N = 8 };
@@ -638,6 +707,7 @@ void gc_test_suite_wire(void) {
                                          {"wire groups at the edges", test_groups_at_edges},
                                          {"wire checks and sizes", test_checks},
                                          {"wire two-shot walk", test_twoshot_walk},
+                                         {"wire plans", test_plan_wire},
                                          {"wire fp8 all-reduce within the bound", test_allreduce_fp8},
                                          {"wire bf16 all-reduce within the bound", test_allreduce_bf16},
                                          {"wire NaN and Inf", test_nonfinite},
