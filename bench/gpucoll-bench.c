@@ -46,13 +46,14 @@
 /* Host chunk the poison is copied from. */
 #define POISON_CHUNK (16ull << 20)
 
-/* The columns: gpucoll, the MPI library's own collective (host buffers), NCCL in each -R mode. */
-enum { LIB_GC, LIB_MPI, LIB_NCCL0, LIB_NCCL1, LIB_NCCL2, NUM_LIBS };
+/* The columns: gpucoll, gpucoll over a compressed wire (--wire), the MPI library's own
+ * collective (host buffers), NCCL in each -R mode. */
+enum { LIB_GC, LIB_WIRE, LIB_MPI, LIB_NCCL0, LIB_NCCL1, LIB_NCCL2, NUM_LIBS };
 #define IS_NCCL(lib) ((lib) >= LIB_NCCL0)
 #define NCCL_MODE(lib) ((gcb_nccl_mode_t)((lib) - LIB_NCCL0))
 enum { OOP, INPLACE, NUM_PLACEMENTS };
-static const char *const lib_names[NUM_LIBS] = {"gpucoll", "mpi", "nccl", "nccl", "nccl"};
-static const char *const lib_titles[NUM_LIBS] = {"gpucoll", "MPI", "nccl -R 0", "nccl -R 1", "nccl -R 2"};
+static const char *const lib_names[NUM_LIBS] = {"gpucoll", "gpucoll", "mpi", "nccl", "nccl", "nccl"};
+static const char *const lib_titles[NUM_LIBS] = {"gpucoll", "gpucoll wire", "MPI", "nccl -R 0", "nccl -R 1", "nccl -R 2"};
 static const char *const nccl_mode_names[GCB_NCCL_NUM_MODES] = {"plain", "registered", "symmetric"};
 /* -a: how the ranks' times become one (nccl-tests' meaning). */
 enum { AVG_RANK0, AVG_MEAN, AVG_MIN, AVG_MAX };
@@ -96,11 +97,14 @@ typedef struct options {
   const char *autotune_file; /* --autotune: where the rows gc_autotune finds go (gc_tune_save) */
   uint64_t seed;
   int seed_set;
+  gc_wire_t wire; /* --wire: the wire column's format (GC_WIRE_NATIVE: no such column) */
+  int wire_group; /* --wire-group: fp8's group (0 = 32) */
 } options_t;
 
 typedef struct result {
   double us, algbw, busbw; /* us < 0: not run */
   long long wrong; /* -1: not checked */
+  double max_err, mean_err; /* --wire: |result - float64 reference| over all ranks; < 0: not measured */
 } result_t;
 
 /* Where rmsnorm's buffers lie in a set (byte offsets, each on a 256-byte boundary so that rows
@@ -141,6 +145,7 @@ typedef struct bench {
   int nsets;
   uint64_t size_seed;
   rms_layout_t rms;
+  double max_err, mean_err; /* the last check's errors (--wire) */
 } bench_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -222,6 +227,12 @@ static void usage(FILE *f) {
           "                         oneshot_ll, oneshot, twoshot = the fused kernels, any other =\n"
           "                         that all-reduce, then a normalizing kernel; see gpucoll.h)\n"
           "  --max-blocks N         cap on gpucoll's grid (0 = dispatch table)\n"
+          "  --wire W               allreduce: a column over the compressed wire W (fp8, bf16;\n"
+          "                         options.wire) beside the native one; both print the largest\n"
+          "                         and the mean |error| against the float64 reference, the\n"
+          "                         wire's #wrong counts elements past docs/wire-format.md's\n"
+          "                         bound; bandwidths count input bytes (-o sum or avg)\n"
+          "  --wire-group G         fp8's elements per scale: 32, 64 or 128 (32)\n"
           "  --vs nccl              time NCCL beside gpucoll (rmsnorm: NCCL's all-reduce, then\n"
           "                         separate RMSNorm and quantization kernels)\n"
           "  --csv FILE             one row per (size, placement, column) with every figure\n"
@@ -342,6 +353,20 @@ static void expand_lists(options_t *o) {
 }
 
 /* The checks across flags, after parsing: a reason, with the offending value in *arg, or NULL. */
+/* --wire: the all-reduce of float data, summed or averaged; --wire-group for fp8 only. */
+static const char *check_wire_args(const options_t *o, const char **arg) {
+  if (o->wire == GC_WIRE_NATIVE) return o->wire_group ? "--wire-group needs --wire fp8" : NULL;
+  if (o->coll != GCB_ALLREDUCE) return "--wire applies to allreduce only";
+  if (o->wire_group && o->wire != GC_WIRE_FP8) return "--wire-group needs --wire fp8";
+  if (o->all_ops || (o->ops[0] != GC_SUM && o->ops[0] != GC_AVG)) return "--wire takes -o sum or avg";
+  const gc_dtype_t d = o->dtypes[0];
+  if (o->all_dtypes || (d != GC_FLOAT32 && (o->wire == GC_WIRE_BF16 || (d != GC_FLOAT16 && d != GC_BFLOAT16)))) {
+    *arg = o->all_dtypes ? "all" : gc_dtype_name(d);
+    return o->wire == GC_WIRE_BF16 ? "--wire bf16 takes -d float32" : "--wire fp8 takes -d float32, float16 or bfloat16";
+  }
+  return NULL;
+}
+
 static const char *check_args(const options_t *o, int cols_set, int baseline_set, int modes_set,
                               const char **arg) {
   *arg = NULL;
@@ -368,11 +393,11 @@ static const char *check_args(const options_t *o, int cols_set, int baseline_set
   if (o->autotune_file && (o->all_dtypes || !dtype_reducible[o->dtypes[0]]))
     return "--autotune times reductions too: -d must be one reducible type";
   if (o->graph && o->blocking) return "-z 1 synchronizes inside the loop, which -G cannot capture";
-  return NULL;
+  return check_wire_args(o, arg);
 }
 
 enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
-       OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS };
+       OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS, OPT_WIRE, OPT_WIRE_GROUP };
 
 static const struct option longopts[] = {
     {"minbytes", required_argument, 0, 'b'},     {"maxbytes", required_argument, 0, 'e'},
@@ -392,6 +417,7 @@ static const struct option longopts[] = {
     {"seed", required_argument, 0, OPT_SEED},    {"cols", required_argument, 0, OPT_COLS},
     {"residual", no_argument, 0, OPT_RESIDUAL},  {"nccl-baseline", required_argument, 0, OPT_BASELINE},
     {"tuned", required_argument, 0, OPT_TUNE},   {"autotune", required_argument, 0, OPT_AUTOTUNE},
+    {"wire", required_argument, 0, OPT_WIRE},    {"wire-group", required_argument, 0, OPT_WIRE_GROUP},
     {0, 0, 0, 0}};
 
 /* One flag and its value; returns the reason when the value is bad, else NULL. */
@@ -424,6 +450,11 @@ static const char *parse_flag(int c, const char *v, options_t *o, int *cols_set,
     case OPT_MAX_BLOCKS: return parse_int(v, 0, &o->max_blocks) ? "--max-blocks wants an integer >= 0" : NULL;
     case OPT_VS: o->vs_nccl = 1; return strcmp(v, "nccl") ? "--vs knows only nccl" : NULL;
     case OPT_CSV: o->csv = v; return NULL;
+    case OPT_WIRE: return gc_wire_from_name(v, &o->wire) != GC_SUCCESS ? "--wire is native, fp8 or bf16" : NULL;
+    case OPT_WIRE_GROUP:
+      return parse_int(v, 1, &o->wire_group) || (o->wire_group != 32 && o->wire_group != 64 && o->wire_group != 128)
+                 ? "--wire-group is 32, 64 or 128"
+                 : NULL;
     case OPT_HOST: o->host = 1; return NULL;
     case OPT_EAGER: o->eager = 1; return NULL;
     case OPT_RESIDUAL: o->residual = 1; return NULL;
@@ -602,6 +633,73 @@ static long long compare(const check_ctx_t *c, const unsigned char *out, size_t 
     }
   }
   return wrong;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * --wire: each element's error against the float64 reference, and docs/wire-format.md's bound
+ * from every rank's group maximum (fp8) or the values alone (bf16): the first encodings and the
+ * float32 sum (E1), the second encoding of the sum, the average's scaling and the output's
+ * rounding.
+ * ------------------------------------------------------------------------------------------- */
+static double wire_first(int fp8, double x, double A) {
+  return fp8 ? fmax(ldexp(fabs(x), -4), ldexp(fmax(A / 224, 0x1p-127), -10)) : ldexp(fabs(x), -8) + 0x1p-134;
+}
+
+/* The group of elements [g0, g0 + G) cut at n: errors into *max_err and *sum_err; returns the
+ * elements past the bound. */
+static long long wire_group_check(const check_ctx_t *c, int fp8, size_t g0, size_t G, size_t n,
+                                  const unsigned char *out, double *max_err, double *sum_err) {
+  const int nr = c->nranks;
+  const double gamma = (nr - 1) * 0x1p-24 / (1 - (nr - 1) * 0x1p-24), div = c->op == GC_AVG ? nr : 1;
+  double S[128] = {0}, err[128] = {0}, mag[128] = {0}, AS = 0;
+  const size_t len = g0 + G < n ? G : n - g0;
+  for (int r = 0; r < nr; r++) {
+    double A = 0;
+    for (size_t j = 0; j < len; j++) A = fmax(A, fabs(gc__random_value(ctx_seed(c, r), g0 + j, (int)c->dt)));
+    for (size_t j = 0; j < len; j++) {
+      const double x = gc__random_value(ctx_seed(c, r), g0 + j, (int)c->dt), e = wire_first(fp8, x, A);
+      S[j] += x, err[j] += e, mag[j] += fabs(x) + e;
+    }
+  }
+  for (size_t j = 0; j < len; j++) err[j] += gamma * mag[j] + ldexp(mag[j], -50), AS = fmax(AS, fabs(S[j]) + err[j]);
+  long long wrong = 0;
+  for (size_t j = 0; j < len; j++) {
+    const double t = fabs(S[j]) + err[j];
+    const double second = fp8 ? fmax(ldexp(t, -4), ldexp(fmax(AS / 224, 0x1p-127), -10)) : ldexp(t, -8) + 0x1p-134;
+    const double ref = S[j] / div, within = (err[j] + second) / div;
+    const double bound = within + (dtype_eps(c->dt) / 2 + 0x1p-23) * (fabs(ref) + within) + dtype_tiny(c->dt);
+    const double e = fabs(gc_element_get(out, g0 + j, c->dt) - ref);
+    if (!(e <= bound)) wrong++;
+    *max_err = fmax(*max_err, e);
+    *sum_err += e;
+  }
+  return wrong;
+}
+
+/* Over this rank's output: the elements past the bound; the errors summed over the ranks. */
+static long long wire_check(bench_t *b, const check_ctx_t *c, const unsigned char *out, size_t n) {
+  const int fp8 = b->o.wire == GC_WIRE_FP8;
+  const size_t G = fp8 ? (size_t)(b->o.wire_group ? b->o.wire_group : 32) : 8;
+  double max_err = 0, sum_err = 0;
+  long long wrong = 0;
+  for (size_t g0 = 0; g0 < n; g0 += G) wrong += wire_group_check(c, fp8, g0, G, n, out, &max_err, &sum_err);
+  MPI_OK(MPI_Allreduce(&max_err, &b->max_err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&sum_err, &b->mean_err, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  b->mean_err /= (double)n * b->nranks;
+  return wrong;
+}
+
+/* The native column's errors beside the wire's (its #wrong is compare()'s). */
+static void native_errors(bench_t *b, const check_ctx_t *c, const unsigned char *out, size_t n) {
+  double max_err = 0, sum_err = 0, tol;
+  for (size_t i = 0; i < n; i++) {
+    const double e = fabs(gc_element_get(out, i, c->dt) - reference(c, i, &tol));
+    max_err = fmax(max_err, e);
+    sum_err += e;
+  }
+  MPI_OK(MPI_Allreduce(&max_err, &b->max_err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&sum_err, &b->mean_err, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  b->mean_err /= (double)n * b->nranks;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1026,12 +1124,16 @@ static gc_result_t run_nccl(bench_t *b, const void *send, void *recv, void *stre
   return GC_SUCCESS;
 }
 
-static gc_result_t run_gpucoll(bench_t *b, const void *send, void *recv, void *stream, char *err,
+static gc_result_t run_gpucoll(bench_t *b, int wire, const void *send, void *recv, void *stream, char *err,
                                size_t errlen) {
   const options_t *o = &b->o;
   gc_options_t opts = GC_OPTIONS_INIT;
   opts.algo = o->algo;
   opts.max_blocks = o->max_blocks;
+  if (wire) {
+    opts.wire = o->wire;
+    opts.wire_group = o->wire_group;
+  }
   gc_result_t r;
   switch (o->coll) {
     case COLL_RMSNORM: { /* out of place only: send and recv are set k's regions */
@@ -1067,7 +1169,7 @@ static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *st
   set_ptrs(b, lib, set, placement, &send, &recv);
   if (IS_NCCL(lib)) return run_nccl(b, send, recv, stream, err, errlen);
   if (lib == LIB_MPI) return run_mpi(b, send, recv, err, errlen);
-  return run_gpucoll(b, send, recv, stream, err, errlen);
+  return run_gpucoll(b, lib == LIB_WIRE, send, recv, stream, err, errlen);
 }
 
 /* nccl-tests' iteration: -m calls (NCCL's in one group, but not rmsnorm's baseline, whose own
@@ -1096,6 +1198,7 @@ static gc_result_t timed_iter(void *arg, void *stream) {
  * Check and time one (column, placement) at the current size.
  * ------------------------------------------------------------------------------------------- */
 static long long check_one(bench_t *b, int lib, int placement) {
+  b->max_err = b->mean_err = -1;
   const options_t *o = &b->o;
   const size_t elt = b->elt;
   const uint64_t mine = rank_seed(b, b->rank);
@@ -1164,8 +1267,11 @@ static long long check_one(bench_t *b, int lib, int placement) {
     fp8_limits(norm.out_dtype, &rc.fp8_max, &rc.fp8_rel, &rc.fp8_tiny);
     if (o->residual) rc.residual_out = b->host + b->rms.residual_out_at;
     wrong += compare_rmsnorm(&rc, b->rms.rows, what);
+  } else if (lib == LIB_WIRE) {
+    wrong = wire_check(b, &c, b->host, out_elems);
   } else if (!rms) {
     wrong = compare(&c, b->host, out_elems, what);
+    if (lib == LIB_GC && o->wire != GC_WIRE_NATIVE) native_errors(b, &c, b->host, out_elems);
   }
   MPI_OK(MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   return total;
@@ -1201,7 +1307,12 @@ static result_t measure(bench_t *b, int lib, int placement, int warmup, int iter
   snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_titles[lib], coll_names[b->o.coll],
            placement_names[placement], b->bytes);
   gcb_watchdog_arm(b->watchdog, what, IS_NCCL(lib));
-  if (b->o.check) res.wrong = check_one(b, lib, placement);
+  res.max_err = res.mean_err = -1;
+  if (b->o.check) {
+    res.wrong = check_one(b, lib, placement);
+    res.max_err = b->max_err;
+    res.mean_err = b->mean_err;
+  }
   call_t c = {.b = b, .lib = lib, .placement = placement, .next = 0};
   gcb_timing_t t = {0, 0};
   char err[512];
@@ -1247,27 +1358,37 @@ static int any_nccl(const bench_t *b) {
   return 0;
 }
 
+/* The columns that print errors beside #wrong (--wire: the native one and the wire's). */
+static int has_err(const bench_t *b, int lib) { return b->o.wire != GC_WIRE_NATIVE && (lib == LIB_GC || lib == LIB_WIRE); }
+
 static void print_header(const bench_t *b) {
   char title[96];
+  if (b->active[LIB_WIRE]) {
+    char group[32] = "";
+    if (b->o.wire == GC_WIRE_FP8) snprintf(group, sizeof group, ", group %d", b->o.wire_group ? b->o.wire_group : 32);
+    printf("# the gpucoll wire columns run over the %s wire%s (options.wire); bandwidths count input bytes\n",
+           gc_wire_name(b->o.wire), group);
+  }
   if (b->active[LIB_MPI]) printf("# the MPI columns time %s on the same host buffers\n", mpi_names[b->o.coll]);
   printf("#%11s  %12s  %8s  %6s  %6s", "", "", "", "", "");
   for (int lib = 0; lib < NUM_LIBS; lib++) {
     if (!b->active[lib]) continue;
     for (int p = 0; p < NUM_PLACEMENTS; p++) {
       snprintf(title, sizeof title, "%s %s", lib_titles[lib], placement_names[p]);
-      print_centered(title, 33);
+      print_centered(title, has_err(b, lib) ? 53 : 33);
     }
   }
   if (any_nccl(b)) print_centered("vs best nccl", 18);
   printf("\n#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
   for (int lib = 0; lib < NUM_LIBS; lib++)
     for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++)
-      printf("  %7s  %6s  %6s  %6s", b->o.cputime ? "cputime" : "time", "algbw", "busbw", "#wrong");
+      printf("  %7s  %6s  %6s  %6s%s", b->o.cputime ? "cputime" : "time", "algbw", "busbw", "#wrong",
+             has_err(b, lib) ? "    maxerr   meanerr" : "");
   if (any_nccl(b)) printf("  %7s  %7s", "oop", "inplace");
   printf("\n#%11s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
   for (int lib = 0; lib < NUM_LIBS; lib++)
     for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++)
-      printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+      printf("  %7s  %6s  %6s  %6s%s", "(us)", "(GB/s)", "(GB/s)", "", has_err(b, lib) ? "  (abs)     (abs)   " : "");
   if (any_nccl(b)) printf("  %7s  %7s", "(x)", "(x)");
   printf("\n");
   fflush(stdout);
@@ -1297,12 +1418,14 @@ static void print_row(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS]) 
     for (int p = 0; b->active[lib] && p < NUM_PLACEMENTS; p++) {
       const result_t *r = &res[lib][p];
       if (!ran(r)) {
-        printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+        printf("  %7s  %6s  %6s  %6s%s", "N/A", "N/A", "N/A", "N/A", has_err(b, lib) ? "       N/A       N/A" : "");
         continue;
       }
       fmt_time(t, sizeof t, r->us);
       fmt_wrong(w, sizeof w, r->wrong);
       printf("  %7s  %6.2f  %6.2f  %6s", t, r->algbw, r->busbw, w);
+      if (has_err(b, lib) && r->max_err >= 0) printf("  %8.2e  %8.2e", r->max_err, r->mean_err);
+      else if (has_err(b, lib)) printf("  %8s  %8s", "N/A", "N/A");
     }
   }
   for (int p = 0; any_nccl(b) && p < NUM_PLACEMENTS; p++) {
@@ -1322,14 +1445,21 @@ static void print_row(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS]) 
 
 /* The mode column: gpucoll's algorithm, NCCL's -R mode, the MPI function. */
 static const char *csv_mode(const bench_t *b, int lib) {
+  static char wire[64];
   if (lib == LIB_GC) return gc_algo_name(b->o.algo);
+  if (lib == LIB_WIRE) {
+    snprintf(wire, sizeof wire, "%s+wire-%s%s%d", gc_algo_name(b->o.algo), gc_wire_name(b->o.wire),
+             b->o.wire == GC_WIRE_FP8 ? "-g" : "", b->o.wire == GC_WIRE_FP8 ? (b->o.wire_group ? b->o.wire_group : 32) : 0);
+    if (b->o.wire != GC_WIRE_FP8) wire[strlen(wire) - 1] = 0; /* no group: drop the 0 */
+    return wire;
+  }
   if (lib == LIB_MPI) return mpi_names[b->o.coll];
   return nccl_mode_names[NCCL_MODE(lib)];
 }
 
 static const char *csv_buffers(const bench_t *b, int lib) {
   if (!b->on_gpu) return "host";
-  if (lib == LIB_GC) return b->o.eager ? "gc_buffer_alloc" : "gc_mem_alloc";
+  if (lib == LIB_GC || lib == LIB_WIRE) return b->o.eager ? "gc_buffer_alloc" : "gc_mem_alloc";
   return NCCL_MODE(lib) == GCB_NCCL_PLAIN ? "cudaMalloc" : "ncclMemAlloc";
 }
 
@@ -1345,7 +1475,7 @@ static void csv_rows(bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS], int war
       if (r->wrong >= 0) snprintf(wrong, sizeof wrong, "%lld", r->wrong);
       const char *name = IS_NCCL(lib) && o->coll == COLL_RMSNORM && !o->nccl_alone ? "nccl+unfused"
                                                                                 : lib_names[lib];
-      const char *version = lib == LIB_GC ? gc_get_version() : lib == LIB_MPI ? b->mpi_version
+      const char *version = lib == LIB_GC || lib == LIB_WIRE ? gc_get_version() : lib == LIB_MPI ? b->mpi_version
                                                                             : gcb_nccl_version(b->nccl);
       fprintf(b->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%d,%d,%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%s,%s,%s\n",
               coll_names[o->coll], name, csv_mode(b, lib), p == OOP ? "oop" : "inplace", b->bytes,
@@ -1465,6 +1595,7 @@ static void choose_columns(bench_t *b) {
     if (why) note(b, "no %s column for %s %s: %s", mpi_names[o->coll], gc_dtype_name(o->dtype),
                   gc_op_name(o->op), why);
   }
+  b->active[LIB_WIRE] = o->wire != GC_WIRE_NATIVE;
   const gcb_coll_t nc = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
   const gc_op_t nop = o->coll == COLL_RMSNORM ? GC_SUM : o->op;
   for (int m = 0; b->nccl && m < GCB_NCCL_NUM_MODES; m++) {
@@ -1609,7 +1740,7 @@ static void print_summary(const bench_t *b, const totals_t *t) {
   if (b->rank != 0) return;
   if (b->o.check) printf("# Out of bounds values : %lld %s\n", t->wrong, t->wrong ? "FAILED" : "OK");
   printf("# Avg bus bandwidth    : %g\n", t->bw_count[LIB_GC] ? t->bw_sum[LIB_GC] / t->bw_count[LIB_GC] : 0.0);
-  for (int lib = LIB_MPI; lib < NUM_LIBS; lib++)
+  for (int lib = LIB_WIRE; lib < NUM_LIBS; lib++)
     if (t->bw_count[lib])
       printf("# Avg bus bandwidth (%s) : %g\n", lib == LIB_MPI ? mpi_names[b->o.coll] : lib_titles[lib],
              t->bw_sum[lib] / t->bw_count[lib]);

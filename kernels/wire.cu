@@ -3,7 +3,9 @@
 // meet through shuffles for the group maximum) or 8 bf16 values. Each kernel reads like the
 // algorithm: pack: encode chunks. One-shot: barrier, sum every rank's chunk in rank order, encode
 // and decode the sum, store, barrier. Two-shot: barrier, the owner sums and encodes its share over
-// its own wire buffer, barrier, everyone decodes every owner's share, barrier.
+// its own wire buffer, barrier, everyone decodes every owner's share, barrier. Every kernel takes
+// its chunks by gc_wire_walk (wire.cuh), which says why the two-shot's decoding block is the
+// encoding block.
 #include "common.cuh"
 #include "wire.h"
 
@@ -21,11 +23,10 @@ __device__ __forceinline__ uint32_t group_max(uint32_t v, int lanes) {
 
 // fp8 e4m3 with a scale per group: chunk c is codes [16c, 16c + 16), group c / L.
 struct Fp8Wire {
-  static constexpr int N = 16;
+  static constexpr int N = 16, FORMAT = GC_WIRE_FMT_FP8;
   int L;        // chunks per group
   size_t sat;   // offset of the scale bytes
   __device__ Fp8Wire(size_t count, int G) : L(G / 16), sat(gc_wire_scales_at(count, G)) {}
-  __device__ int units_per_share() const { return L; }
   __device__ void decode(const void *buf, size_t c, float (&x)[N]) const {
     const uint4 v = ((const uint4 *)buf)[c];
     const uint8_t s = ((const uint8_t *)buf)[sat + c / L];
@@ -63,9 +64,8 @@ struct Fp8Wire {
 
 // bf16 (float32 data): chunk c is values [8c, 8c + 8).
 struct Bf16Wire {
-  static constexpr int N = 8;
+  static constexpr int N = 8, FORMAT = GC_WIRE_FMT_BF16;
   __device__ Bf16Wire(size_t, int) {}
-  __device__ int units_per_share() const { return 1; }
   __device__ void decode(const void *buf, size_t c, float (&x)[N]) const {
     const uint4 v = ((const uint4 *)buf)[c];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -126,9 +126,13 @@ __device__ __forceinline__ void store_chunk(const gc_kepilogue_t &ep, int dtype,
   for (int e = 0; e < N && first + e < count; e++) finish<T, float>(x[e], first + e, ep, GC_SUM, 1, out);
 }
 
+// This thread's walk over shares q0 .. q1 - 1 of the wire's units split over n (n = 1: every chunk).
 template <typename W>
-__device__ __forceinline__ size_t wire_chunks(size_t count, int G) {
-  return W::N == 16 ? gc_wire_groups(count, G) * (size_t)(G / 16) : (count + 7) / 8;
+__device__ __forceinline__ gc_wire_walk_t walk(size_t count, int G, int n, int q0, int q1) {
+  gc_wire_walk_t w;
+  gc_wire_walk_begin(&w, gc_wire_units(count, W::FORMAT, G), gc_wire_chunks_per_unit(W::FORMAT, G), n, q0, q1,
+                     global_thread(), grid_threads());
+  return w;
 }
 
 // Sums chunk c of every rank's wire buffer, in rank order 0 .. n-1, starting from rank 0's value.
@@ -145,17 +149,11 @@ __device__ __forceinline__ void sum_chunk(const W &w, const gc_kargs_t &a, size_
     }
 }
 
-// The rank whose share (slice_of's split of `units` over n) holds unit u.
-__device__ __forceinline__ int share_owner(size_t units, int n, size_t u) {
-  const size_t base = units / n, extra = units % n, big = extra * (base + 1);
-  return u < big ? (int)(u / (base + 1)) : (int)(extra + (u - big) / base);
-}
-
 template <typename T, typename W>
 __global__ void __launch_bounds__(GC_WIRE_THREADS) pack_kernel(const T *in, size_t count, int G, void *wire) {
   const W w(count, G);
-  const size_t chunks = wire_chunks<W>(count, G);
-  for (size_t c = global_thread(); c < chunks; c += grid_threads()) {
+  gc_wire_walk_t all = walk<W>(count, G, 1, 0, 1);
+  for (size_t c; gc_wire_walk_next(&all, &c);) {
     float x[W::N];
     load_chunk<T, W::N>(in, c * W::N, count, x);
     w.encode(wire, c, x);
@@ -166,8 +164,8 @@ template <typename T, typename W>
 __global__ void __launch_bounds__(GC_WIRE_THREADS)
     unpack_kernel(const void *wire, size_t count, int G, const gc_kepilogue_t ep, int dtype, void *out) {
   const W w(count, G);
-  const size_t chunks = wire_chunks<W>(count, G);
-  for (size_t c = global_thread(); c < chunks; c += grid_threads()) {
+  gc_wire_walk_t all = walk<W>(count, G, 1, 0, 1);
+  for (size_t c; gc_wire_walk_next(&all, &c);) {
     float x[W::N];
     w.decode(wire, c, x);
     store_chunk<T, W::N>(ep, dtype, c * W::N, count, x, out);
@@ -180,8 +178,8 @@ __global__ void __launch_bounds__(GC_WIRE_THREADS) oneshot_kernel(const gc_kargs
   Sync sync(a.peers);
   if (!sync.barrier()) return;  // every rank's wire buffer is packed
   const W w(a.count, G);
-  const size_t chunks = wire_chunks<W>(a.count, G);
-  for (size_t c = global_thread(); c < chunks; c += grid_threads()) {
+  gc_wire_walk_t all = walk<W>(a.count, G, 1, 0, 1);
+  for (size_t c; gc_wire_walk_next(&all, &c);) {
     float s[W::N];
     sum_chunk(w, a, c, s);
     w.requantize(s);
@@ -192,6 +190,9 @@ __global__ void __launch_bounds__(GC_WIRE_THREADS) oneshot_kernel(const gc_kargs
 }
 
 // Shares are whole groups (fp8) or chunks (bf16), so an owner's encoding covers whole groups.
+// The barriers are per block: a chunk is decoded, on every rank, by the block that encoded it on
+// its owner, because both phases walk each share alike (gc_wire_walk; the grid is the same on
+// every rank).
 template <typename T, typename W>
 __global__ void __launch_bounds__(GC_WIRE_THREADS) twoshot_kernel(const gc_kargs_t a, int G) {
   pdl_begin(a.pdl);
@@ -199,21 +200,20 @@ __global__ void __launch_bounds__(GC_WIRE_THREADS) twoshot_kernel(const gc_kargs
   const int n = a.peers.nranks, me = a.peers.rank;
   if (!sync.barrier()) return;  // every rank's wire buffer is packed
   const W w(a.count, G);
-  const size_t chunks = wire_chunks<W>(a.count, G), U = (size_t)w.units_per_share(), units = chunks / U;
-  size_t u0, un;
-  slice_of(units, n, me, &u0, &un);
   // Our share of every buffer is read by us alone: its sum goes over our own copy. A chunk is
   // read and written by one thread, and a group's scale byte is written only after the group's
   // lanes have used it (their maximum depends on it).
-  for (size_t j = global_thread(); j < un * U; j += grid_threads()) {
+  gc_wire_walk_t mine = walk<W>(a.count, G, n, me, me + 1);
+  for (size_t c; gc_wire_walk_next(&mine, &c);) {
     float s[W::N];
-    sum_chunk(w, a, u0 * U + j, s);
-    w.encode(a.pub[me], u0 * U + j, s);
+    sum_chunk(w, a, c, s);
+    w.encode(a.pub[me], c, s);
   }
-  if (!sync.barrier()) return;  // every share is encoded
-  for (size_t c = global_thread(); c < chunks; c += grid_threads()) {
+  if (!sync.barrier()) return;  // this block's chunks of every share are encoded
+  gc_wire_walk_t every = walk<W>(a.count, G, n, 0, n);
+  for (size_t c; gc_wire_walk_next(&every, &c);) {
     float x[W::N];
-    w.decode(a.pub[share_owner(units, n, c / U)], c, x);
+    w.decode(a.pub[every.q], c, x);
     store_chunk<T, W::N>(a.ep, a.dtype, c * W::N, a.count, x, a.recv);
   }
   if (!sync.barrier()) return;  // peers are done with our buffer

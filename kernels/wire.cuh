@@ -219,4 +219,63 @@ GC_WIRE_FN size_t gc_wire_layout_bytes(size_t count, int format, int G) {
   return 0;
 }
 
+/* ---- which thread handles which chunk -------------------------------------------------------- */
+/* A chunk is 16 bytes of wire: 16 fp8 codes (a group is G / 16 chunks) or 8 bf16 values. The
+ * two-shot splits the wire's units (groups for fp8, chunks for bf16; per_unit chunks each) into
+ * n shares, gc_partition's split: share r is units [u0, u0 + un). */
+GC_WIRE_FN void gc_wire_share(size_t units, int n, int r, size_t *u0, size_t *un) {
+  const size_t base = units / (size_t)n, extra = units % (size_t)n, i = (size_t)r;
+  *u0 = i * base + (i < extra ? i : extra);
+  *un = base + (i < extra ? 1 : 0);
+}
+
+/* A thread's walk over the chunks of shares q0 .. q1 - 1, share after share: thread t of a grid
+ * of T threads takes offsets t, t + T, t + 2T, ... inside each share. Every kernel of wire.cu
+ * walks its chunks so (pack, unpack and one-shot as the one share of a split over 1).
+ *
+ * The two-shot's invariant: its barriers are per block (block b of every rank meets block b of
+ * every other), not across the grid, so a chunk that rank q encodes in the first phase may be
+ * decoded after the barrier only by block b of each rank, b the block that encoded it. Both
+ * phases walk share q from the same first chunk with the same t and T (every rank launches the
+ * same grid), so the thread, and the block, that decodes a chunk on every rank is the one that
+ * encoded it on its owner. A walk over all chunks from chunk 0 would decode a chunk of share q
+ * (q > 0) in another block, which may still be encoding it: the test suite's "wire two-shot walk"
+ * checks both.
+ *
+ * The lanes of an fp8 group take part in one shuffle for the group maximum: a share starts on a
+ * group, T is a multiple of 32, so the G / 16 chunks of a group fall to G / 16 neighbouring lanes
+ * of one warp in the same step. */
+typedef struct gc_wire_walk {
+  size_t units, per_unit, t, T;
+  size_t at, end; /* the next chunk and the end of the current share */
+  int n, q, q1;   /* the current share and the end of the walk */
+} gc_wire_walk_t;
+
+GC_WIRE_FN void gc_wire_walk_begin(gc_wire_walk_t *w, size_t units, size_t per_unit, int n, int q0, int q1, size_t t,
+                                   size_t T) {
+  w->units = units, w->per_unit = per_unit, w->t = t, w->T = T;
+  w->at = w->end = 0;
+  w->n = n, w->q = q0 - 1, w->q1 = q1;
+}
+
+/* The next chunk of the walk into *chunk (share w->q); 0 once the walk is over. */
+GC_WIRE_FN int gc_wire_walk_next(gc_wire_walk_t *w, size_t *chunk) {
+  while (w->at >= w->end) {
+    if (w->q + 1 >= w->q1) return 0;
+    size_t u0, un;
+    gc_wire_share(w->units, w->n, ++w->q, &u0, &un);
+    w->at = u0 * w->per_unit + w->t;
+    w->end = (u0 + un) * w->per_unit;
+  }
+  *chunk = w->at;
+  w->at += w->T;
+  return 1;
+}
+
+/* Units of a wire of count elements and chunks per unit. */
+GC_WIRE_FN size_t gc_wire_units(size_t count, int format, int G) {
+  return format == GC_WIRE_FMT_FP8 ? gc_wire_groups(count, G) : (count + 7) / 8;
+}
+GC_WIRE_FN size_t gc_wire_chunks_per_unit(int format, int G) { return format == GC_WIRE_FMT_FP8 ? (size_t)(G / 16) : 1; }
+
 #endif /* GC_WIRE_CUH */

@@ -15,7 +15,7 @@
 
 static const char *const field_names[GC_SIG_FIELDS] = {
     "collective", "count", "columns", "axis", "parts", "dtype", "op", "root", "result dtype", "options.scale",
-    "options.add (rmsnorm: residual, residual_out)", "options.algo", "options.max_blocks", "buffer kind",
+    "options.add (rmsnorm: residual, residual_out)", "options.algo", "options.max_blocks", "options.wire", "options.wire_group", "buffer kind",
     "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits", "refused by rank"};
 
 static const char *const call_names[GC_NUM_CALL_KINDS] = {
@@ -50,6 +50,8 @@ gc__call_sig_t gc__call_sig(gc_comm_t comm, gc__call_kind_t call, size_t count, 
     s.v[GC_SIG_ADD] = o->add != NULL;
     s.v[GC_SIG_ALGO] = (uint64_t)(int64_t)o->algo;
     s.v[GC_SIG_MAX_BLOCKS] = (uint64_t)(int64_t)o->max_blocks;
+    s.v[GC_SIG_WIRE] = (uint64_t)(int64_t)o->wire;
+    s.v[GC_SIG_WIRE_GROUP] = (uint64_t)(int64_t)o->wire_group;
   }
   return s;
 }
@@ -64,6 +66,7 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
     case GC_SIG_OUT_DTYPE: name = gc_dtype_name((gc_dtype_t)(int64_t)v); break;
     case GC_SIG_OP: name = gc_op_name((gc_op_t)(int64_t)v); break;
     case GC_SIG_ALGO: name = gc_algo_name((gc_algo_t)(int64_t)v); break;
+    case GC_SIG_WIRE: name = gc_wire_name((gc_wire_t)(int64_t)v); break;
     default: break;
   }
   if (name) {
@@ -87,6 +90,8 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
       break;
     case GC_SIG_ROOT:
     case GC_SIG_MAX_BLOCKS:
+    case GC_SIG_WIRE:
+    case GC_SIG_WIRE_GROUP:
     case GC_SIG_CALL:
     case GC_SIG_DTYPE:
     case GC_SIG_OUT_DTYPE:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gc_entry.h"
+#include "gc_wire.h"
 
 /* recv_is_scratch: recv is the library's own device memory from cudaMallocAsync, which during graph
  * capture is not yet memory that cudaPointerGetAttributes knows; it is not looked up. */
@@ -16,7 +17,7 @@ gc_result_t gc__allreduce_impl(const void *send, void *recv, size_t count, gc_dt
   GC_CHECK(gc__check_dtype(comm, dtype, 1));
   GC_CHECK(gc__check_op(comm, op));
   gc_options_t o;
-  GC_CHECK(gc__resolve_options(comm, opts, dtype, 1, &o));
+  GC_CHECK(gc__resolve_wire_options(comm, "gc_allreduce_ex", opts, dtype, op, &o));
   if (count == 0) return GC_SUCCESS;
   if (!send || !recv) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce: %s is NULL", send ? "recvbuf" : "sendbuf");
   size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o.out_dtype);
@@ -31,11 +32,13 @@ gc_result_t gc__allreduce_impl(const void *send, void *recv, size_t count, gc_dt
   gc__call_t c = {.coll = GC_COLL_ALLREDUCE, .bytes = count * es, .count = count, .es = es, .os = os,
                   .ll_bytes = gc__ll_need(comm, GC_COLL_ALLREDUCE, dtype, o.out_dtype, count * es),
                   .epilogue = gc__has_epilogue(&o, dtype), .in_place = send == recv, .sym_in = b.sym_in,
-                  .sym_out = b.sym_out, .send_off16 = (uintptr_t)send % 16 != 0, .recv_off16 = (uintptr_t)recv % 16 != 0};
+                  .sym_out = b.sym_out, .send_off16 = (uintptr_t)send % 16 != 0, .recv_off16 = (uintptr_t)recv % 16 != 0,
+                  .wire = (int)o.wire, .wire_group = o.wire_group};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
   if (plan.path != GC_PATH_MPI)
     return gc__run_allreduce(comm, &plan, &b, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
+  if (plan.wire != GC_WIRE_FMT_NATIVE) return gc__wire_allreduce_mpi(comm, &plan, send, recv, count, dtype, op, &o);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, NULL, (cudaStream_t)stream);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "gc_entry.h"
+#include "gc_wire.h"
 
 /* ---- argument checks ---------------------------------------------------------------------- */
 
@@ -49,6 +50,13 @@ gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dty
   if ((int)o.algo < 0 || o.algo >= GC_NUM_ALGOS)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.algo %d is not a gc_algo_t", (int)o.algo);
   if (o.max_blocks < 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.max_blocks is negative");
+  if (o.wire != GC_WIRE_NATIVE || o.wire_group != 0) {
+    const char *wn = gc_wire_name(o.wire);
+    if (!wn) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.wire %d is not a gc_wire_t", (int)o.wire);
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
+                   "options.wire is %s (group %d): only gc_allreduce_ex takes a compressed wire; this call moves "
+                   "native data (use GC_WIRE_NATIVE, group 0)", wn, o.wire_group);
+  }
   if (o.out_dtype == GC_DTYPE_SAME) o.out_dtype = dtype;
   if (!gc__dtype_valid(o.out_dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.out_dtype %d is not a gc_dtype_t", (int)o.out_dtype);
@@ -63,6 +71,28 @@ gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dty
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "cannot cast %s results to %s", gc_dtype_name(dtype),
                    gc_dtype_name(o.out_dtype));
   *out = o;
+  return GC_SUCCESS;
+}
+
+/* gc__resolve_options for gc_allreduce_ex, which also takes a compressed wire: the request is
+ * checked against dtype and op (gc__wire_check) and kept in out->wire and out->wire_group (the
+ * group resolved: 0 becomes 32 for fp8). */
+gc_result_t gc__resolve_wire_options(gc_comm_t comm, const char *fn, const gc_options_t *opts, gc_dtype_t dtype,
+                                     gc_op_t op, gc_options_t *out) {
+  gc_options_t plain;
+  const gc_options_t *given = opts;
+  if (opts && opts->version == GC_OPTIONS_VERSION) {
+    plain = *opts;
+    plain.wire = GC_WIRE_NATIVE;
+    plain.wire_group = 0;
+    given = &plain;
+  }
+  GC_CHECK(gc__resolve_options(comm, given, dtype, 1, out));
+  if (given != &plain) return GC_SUCCESS;
+  gc_kwire_t w;
+  GC_CHECK(gc__wire_check(comm, fn, (int)opts->wire, opts->wire_group, dtype, op, &w));
+  out->wire = (gc_wire_t)w.format;
+  out->wire_group = w.group;
   return GC_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "gc_exec.h"
+#include "gc_wire.h"
 
 /* One rank: a copy (cudaMemcpyAsync, or the SMs for large ones: plan blocks), or the one-shot
  * kernel through the epilogue reading the input where it is (no peer reads it). */
@@ -109,6 +110,28 @@ static gc_result_t direct(gc_comm_t comm, const gc__plan_t *p, const void *send,
   return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
 }
 
+/* Over a compressed wire, round by round of p->chunk elements (whole groups), through the
+ * staging inputs: every rank packs its round into its own staging input, then the wire kernel
+ * reads every rank's there (one-shot or two-shot: the same bits). The kernel ends with a barrier
+ * after the last read of every peer's staging, so the next round's pack may overwrite it. */
+static gc_result_t wire_rounds(gc_comm_t comm, const gc__plan_t *p, const void *send, void *recv, size_t count,
+                               gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
+  const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  const gc_kwire_t w = {p->wire, p->wire_group};
+  gc_kargs_t a = gc__base_args(comm, p, o, dtype, op);
+  for (int r = 0; r < comm->local_size; r++) a.pub[r] = gc__staging_in(comm, r);
+  for (size_t c0 = 0; c0 < count; c0 += p->chunk) {
+    const size_t cn = count - c0 < p->chunk ? count - c0 : p->chunk;
+    GC_CHECK(gc__launched(comm, gc_kernel_wire_pack((const char *)send + c0 * es, cn, dtype, &w, a.pub[comm->local_rank],
+                                                    p->blocks, stream), "wire pack"));
+    a.recv = (char *)recv + c0 * os;
+    a.count = cn;
+    a.ep.add = o->add ? (const char *)o->add + c0 * es : NULL;
+    GC_CHECK(gc__launched(comm, gc_kernel_wire_allreduce(&a, &w, p->kernel == GC_KALGO_TWOSHOT, stream), "wire all-reduce"));
+  }
+  return GC_SUCCESS;
+}
+
 gc_result_t gc__run_allreduce(gc_comm_t comm, const gc__plan_t *p, const gc__bufs_t *b, const void *send, void *recv,
                               size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
   const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
@@ -127,6 +150,7 @@ gc_result_t gc__run_allreduce(gc_comm_t comm, const gc__plan_t *p, const gc__buf
       return ce_reduce(comm, p, b, b->sym_in, send, recv, count, dtype, op, o, stream);
     case GC_FORM_TWOSHOT_WRITES: return twoshot_writes(comm, p, b, send, recv, count, dtype, op, o, stream);
     case GC_FORM_READS: return reads(comm, p, b, send, recv, count, dtype, op, o, stream);
+    case GC_FORM_WIRE: return wire_rounds(comm, p, send, recv, count, dtype, op, o, stream);
     default: return GC_FAIL(comm, GC_ERR_INTERNAL, "all-reduce: no executor for plan form %d", (int)p->form);
   }
 }

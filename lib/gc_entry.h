@@ -26,6 +26,8 @@ GC_HIDDEN int gc__has_epilogue(const gc_options_t *o, gc_dtype_t dtype);
 GC_HIDDEN gc_options_t gc__without_epilogue(const gc_options_t *o, gc_dtype_t out_dtype);
 GC_HIDDEN gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
                                           gc_options_t *out);
+GC_HIDDEN gc_result_t gc__resolve_wire_options(gc_comm_t comm, const char *fn, const gc_options_t *opts,
+                                               gc_dtype_t dtype, gc_op_t op, gc_options_t *out);
 GC_HIDDEN gc_result_t gc__check_pointer(gc_comm_t comm, const void *p, const char *name, gc__ptr_kind_t *kind);
 GC_HIDDEN int gc__overlaps(const void *a, size_t an, const void *b, size_t bn);
 GC_HIDDEN int gc__bad_overlap(const void *a, size_t an, const void *b, size_t bn, ptrdiff_t allowed);

@@ -402,6 +402,8 @@ typedef enum {
   GC_SIG_ADD,        /* 1 with an add vector (rmsnorm: bit 0 a residual, bit 1 a residual_out) */
   GC_SIG_ALGO,
   GC_SIG_MAX_BLOCKS,
+  GC_SIG_WIRE,       /* options.wire and options.wire_group, as given */
+  GC_SIG_WIRE_GROUP,
   GC_SIG_HOST,       /* 1 when the call's buffers are on the host */
   GC_SIG_CHUNK,      /* the MPI path's chunk (GC_MPI_CHUNK_BYTES) */
   GC_SIG_SEND_AT,    /* where sendbuf sits in gc_mem_alloc buffers (gc__symmetric_place; 1: in place) */

@@ -76,6 +76,8 @@ typedef struct gc__call {
   size_t rows, cols;         /* axis 1 */
   size_t most_part;          /* elements of the largest part */
   int parts_on_packs;        /* every part starts on a 16-byte boundary of the input */
+  /* the wire format the options asked for (gc__wire_check's: a GC_WIRE_FMT_* and its group) */
+  int wire, wire_group;
 } gc__call_t;
 
 typedef enum { GC_PATH_MPI, GC_PATH_SOLO, GC_PATH_PEERS } gc__path_t;
@@ -95,7 +97,8 @@ typedef enum {
   GC_FORM_BCAST_WRITES,   /* broadcast by writes into gc_mem_alloc outputs (owners or ring) */
   GC_FORM_CE,             /* copy engines into gc_mem_alloc outputs (copyengine.c) */
   GC_FORM_CE_STAGED,      /* copy engines through staging into any output */
-  GC_FORM_CE_COPIES       /* copy-engine all-reduce, both halves by copies */
+  GC_FORM_CE_COPIES,      /* copy-engine all-reduce, both halves by copies */
+  GC_FORM_WIRE            /* all-reduce over a compressed wire through the staging inputs (wire.cu) */
 } gc__form_t;
 
 typedef struct gc__plan {
@@ -117,6 +120,7 @@ typedef struct gc__plan {
   int ce_form;         /* GC_FORM_CE all-reduce: GC_CE_AR_READS or _WRITES */
   int ce_chunks;       /* GC_FORM_CE_COPIES: pipeline stages */
   int by_copies;       /* GC_FORM_CE_STAGED all-reduce: the reduce half by copies */
+  int wire, wire_group; /* the wire format (GC_WIRE_FMT_*) and fp8 group: the call's, never another */
 } gc__plan_t;
 
 /* The shape of a reduce-scatter by writes whose largest part has `most` bytes on a grid of

@@ -14,8 +14,9 @@
  *   fp8     float32, float16, bfloat16 data; group 0, 32, 64 or 128;
  *   bf16    float32 data (group must be 0);
  *   fp8 and bf16 take GC_SUM and GC_AVG only.
- * Anything else: GC_ERR_INVALID_ARGUMENT with a message naming what to use instead. */
-GC_HIDDEN gc_result_t gc__wire_check(const char *fn, int format, int group, gc_dtype_t dtype, gc_op_t op,
+ * Anything else: GC_ERR_INVALID_ARGUMENT with a message naming what to use instead (recorded on
+ * comm; NULL: per thread). */
+GC_HIDDEN gc_result_t gc__wire_check(gc_comm_t comm, const char *fn, int format, int group, gc_dtype_t dtype, gc_op_t op,
                                      gc_kwire_t *out);
 /* Bytes of a wire buffer of count elements (16-byte multiple); GC_ERR_INVALID_ARGUMENT when the
  * count is too large to size. Native: 0. */
@@ -37,5 +38,17 @@ GC_HIDDEN void gc__wire_sum_host(const void *const *wires, int n, size_t count, 
                                  size_t un, void *out);
 GC_HIDDEN void gc__wire_unpack_host(const void *wire, size_t count, gc_dtype_t dtype, const gc_kwire_t *w,
                                     const gc_kepilogue_t *ep, void *out);
+
+/* Ranks whose wire shares the MPI path lists on the stack (more: on the heap). */
+#define GC_MAX_WIRE_RANKS 64
+
+/* The MPI path's all-reduce over the wire of plan p (host buffers; any number of ranks and
+ * nodes): per round of whole groups, each owner's share of every rank's packed input goes to its
+ * owner (MPI_Ialltoallv, compressed bytes), which sums them in rank order and encodes the sum
+ * once; the encoded sums are gathered by all (MPI_Iallgatherv) and decoded through o's
+ * epilogue. The result is what docs/wire-format.md defines, the same bits on every rank and as
+ * the kernels give. */
+GC_HIDDEN gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, const gc__plan_t *p, const void *send, void *recv,
+                                             size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *o);
 
 #endif /* GC_WIRE_INTERNAL_H */

@@ -6,6 +6,7 @@
 
 #include "gc_internal.h"
 #include "kernels.h"
+#include "wire.h"
 
 #define MB ((size_t)1 << 20)
 
@@ -462,8 +463,76 @@ static gc_result_t plan_solo(const gc__facts_t *f, const gc__call_t *c, gc__plan
   return GC_SUCCESS;
 }
 
+/* ---- a compressed wire ------------------------------------------------------------------ */
+
+/* Elements of one round of the wire all-reduce through the staging inputs: the most whose wire
+ * buffer fits half the staging area, in whole groups of 128 (every group size divides it). */
+static size_t wire_round(const gc__facts_t *f, const gc__call_t *c) {
+  const size_t half = gc__staging_half(f->staging_bytes);
+  if (half < 256) return 0;
+  size_t e = c->wire == GC_WIRE_FMT_FP8 ? (half - 32) / (size_t)(c->wire_group + 1) * (size_t)c->wire_group : half / 2;
+  e &= ~(size_t)127;
+  return e < c->count ? e : c->count;
+}
+
+/* Only a call that asks for a compressed wire gets one: the plan records the call's format and
+ * group, and nothing else picks or changes them. Host buffers (and ranks without peers) take the
+ * MPI path's wire all-reduce (wire.c); device buffers the wire kernels of one node's GPUs,
+ * two-shot unless the options or GC_ALGO ask for oneshot (GC_ALGO's other algorithms do not
+ * apply to the wire; the options' are refused). */
+static gc_result_t plan_wire(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p) {
+  memset(p, 0, sizeof *p);
+  p->fell_from = GC_ALGO_AUTO;
+  p->wire = c->wire;
+  p->wire_group = c->wire_group;
+  if (c->coll != GC_COLL_ALLREDUCE)
+    return GC_FAIL(f->comm, GC_ERR_INVALID_ARGUMENT, "the %s moves native data only (options.wire is for gc_allreduce_ex)",
+                   gc__coll_name(c->coll));
+  gc_algo_t algo = c->algo != GC_ALGO_AUTO ? c->algo : f->forced_algo;
+  if (algo != GC_ALGO_AUTO && algo != GC_ALGO_ONESHOT && algo != GC_ALGO_TWOSHOT && algo != GC_ALGO_MPI) {
+    if (c->algo != GC_ALGO_AUTO)
+      return GC_FAIL(f->comm, GC_ERR_INVALID_ARGUMENT,
+                     "a compressed wire runs the oneshot, twoshot or mpi algorithm, not %s (or use the native wire)",
+                     gc_algo_name(algo));
+    algo = GC_ALGO_AUTO;
+  }
+  if (!c->all_device || !f->p2p_ready || algo == GC_ALGO_MPI) {
+    if (c->all_device)
+      return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED,
+                     "a compressed wire on device buffers needs peer-to-peer GPUs (this call would take the MPI path): "
+                     "pass host buffers or use the native wire");
+    p->path = GC_PATH_MPI;
+    p->algo = GC_ALGO_MPI;
+    return GC_SUCCESS;
+  }
+  if (f->size != f->local_size)
+    return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED,
+                   "a compressed wire across nodes runs on host buffers (the MPI path); device buffers take it within one node");
+  const size_t chunks = (c->count + 7) / 8 * 2; /* an upper bound of the wire's 16-byte chunks */
+  int cap = f->sm_count > 0 ? f->sm_count : GC_TABLE_MAX_BLOCKS;
+  if (f->max_blocks > 0 && f->max_blocks < cap) cap = f->max_blocks;
+  if (c->max_blocks > 0) cap = c->max_blocks < GC_KMAX_BLOCKS ? c->max_blocks : GC_KMAX_BLOCKS;
+  p->path = GC_PATH_PEERS;
+  p->form = GC_FORM_WIRE;
+  p->algo = algo == GC_ALGO_ONESHOT ? GC_ALGO_ONESHOT : GC_ALGO_TWOSHOT;
+  p->kernel = p->algo == GC_ALGO_ONESHOT ? GC_KALGO_ONESHOT : GC_KALGO_TWOSHOT;
+  p->threads = GC_WIRE_THREADS;
+  p->blocks = grid_for(chunks * 16, cap, (size_t)GC_WIRE_THREADS);
+  p->chunk = wire_round(f, c);
+  if (p->chunk == 0)
+    return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "the staging area is too small for a round of the wire (GC_STAGING_BYTES)");
+  return GC_SUCCESS;
+}
+
 gc_result_t gc__plan(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *plan) {
   gc__plan_t p;
+  if (c->wire != GC_WIRE_FMT_NATIVE) {
+    GC_CHECK(plan_wire(f, c, &p));
+    GC_TRACE(GC_SUB_COLL, "%s %zu bytes over the %s wire (group %d) -> %s, %d blocks", gc__coll_name(c->coll), c->bytes,
+             c->wire == GC_WIRE_FMT_FP8 ? "fp8" : "bf16", c->wire_group, gc_algo_name(p.algo), p.blocks);
+    *plan = p;
+    return GC_SUCCESS;
+  }
   GC_CHECK(gc__plan_dispatch(f, c, &p));
   if (p.algo != GC_ALGO_MPI && !c->all_device && c->algo != GC_ALGO_AUTO)
     return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED, "algorithm %s needs device buffers of this rank's GPU",

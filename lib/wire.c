@@ -1,31 +1,58 @@
-/* wire.c — the host side of the compressed wire formats: the check of a wire request, buffer
- * sizes, and pack / sum / unpack on host buffers with kernels/wire.cuh's arithmetic. */
+/* wire.c — the host side of the compressed wire formats: their names, the check of a wire
+ * request, buffer sizes, pack / sum / unpack on host buffers with kernels/wire.cuh's arithmetic,
+ * and the MPI path's all-reduce over the wire. */
+#include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gc_wire.h"
 
-gc_result_t gc__wire_check(const char *fn, int format, int group, gc_dtype_t dtype, gc_op_t op, gc_kwire_t *out) {
+/* The public names are the kernels' formats. */
+_Static_assert((int)GC_WIRE_NATIVE == GC_WIRE_FMT_NATIVE && (int)GC_WIRE_FP8 == GC_WIRE_FMT_FP8 &&
+                   (int)GC_WIRE_BF16 == GC_WIRE_FMT_BF16,
+               "gc_wire_t and GC_WIRE_FMT_* differ");
+
+static const char *const wire_names[] = {
+#define GC__X(name, str) str,
+    GC_WIRE_MAP(GC__X)
+#undef GC__X
+};
+
+const char *gc_wire_name(gc_wire_t wire) { return (int)wire >= 0 && wire < GC_NUM_WIRES ? wire_names[wire] : NULL; }
+
+gc_result_t gc_wire_from_name(const char *name, gc_wire_t *out) {
+  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_wire_from_name: NULL argument");
+  for (int i = 0; i < GC_NUM_WIRES; i++)
+    if (strcasecmp(name, wire_names[i]) == 0) {
+      *out = (gc_wire_t)i;
+      return GC_SUCCESS;
+    }
+  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown wire format '%s' (native, fp8, bf16)", name);
+}
+
+gc_result_t gc__wire_check(gc_comm_t comm, const char *fn, int format, int group, gc_dtype_t dtype, gc_op_t op, gc_kwire_t *out) {
   const char *dn = gc_dtype_name(dtype) ? gc_dtype_name(dtype) : "an unknown dtype";
   gc_kwire_t w = {format, group};
   if (format == GC_WIRE_FMT_NATIVE) {
-    if (group != 0) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: wire group %d given for the native wire: groups are for fp8 only (use 0)", fn, group);
+    if (group != 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: wire group %d given for the native wire: groups are for fp8 only (use 0)", fn, group);
   } else if (format == GC_WIRE_FMT_FP8) {
     if (group == 0) w.group = 32;
     else if (group != 32 && group != 64 && group != 128)
-      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: fp8 wire group %d: use 32, 64 or 128 (0 = 32)", fn, group);
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: fp8 wire group %d: use 32, 64 or 128 (0 = 32)", fn, group);
     if (dtype != GC_FLOAT32 && dtype != GC_FLOAT16 && dtype != GC_BFLOAT16)
-      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: the fp8 wire takes float32, float16 or bfloat16 data, not %s: use the native wire", fn, dn);
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: the fp8 wire takes float32, float16 or bfloat16 data, not %s: use the native wire", fn, dn);
   } else if (format == GC_WIRE_FMT_BF16) {
-    if (group != 0) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: wire group %d given for the bf16 wire: groups are for fp8 only (use 0)", fn, group);
+    if (group != 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: wire group %d given for the bf16 wire: groups are for fp8 only (use 0)", fn, group);
     if (dtype != GC_FLOAT32)
-      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: the bf16 wire takes float32 data, not %s: use the fp8 or the native wire", fn, dn);
+      return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: the bf16 wire takes float32 data, not %s: use the fp8 or the native wire", fn, dn);
   } else {
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: unknown wire format %d: use native, fp8 or bf16", fn, format);
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: unknown wire format %d: use native, fp8 or bf16", fn, format);
   }
   if (format != GC_WIRE_FMT_NATIVE && op != GC_SUM && op != GC_AVG) {
     const char *on = gc_op_name(op) ? gc_op_name(op) : "an unknown op";
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s: a compressed wire takes sum and avg only, not %s: use the native wire", fn, on);
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "%s: a compressed wire takes sum and avg only, not %s: use the native wire", fn, on);
   }
   *out = w;
   return GC_SUCCESS;
@@ -128,4 +155,144 @@ void gc__wire_unpack_host(const void *wire, size_t count, gc_dtype_t dtype, cons
       gc__store_double(out, i, out_dtype, (double)v);
     }
   }
+}
+
+/* ---- the MPI path ------------------------------------------------------------------------- */
+
+/* Share q of a round of cn elements split over n ranks (gc_wire_share of the wire's units): its
+ * first element e0, its elements en and the bytes of its wire (the layout of en elements, whose
+ * groups are the round's), at offset `at` of a buffer of every share in rank order. */
+typedef struct {
+  size_t e0, en, bytes, at;
+} share_t;
+
+static void round_shares(size_t cn, const gc_kwire_t *w, int n, share_t *sh) {
+  const size_t units = gc__wire_units(cn, w), ue = gc__wire_unit_elements(w);
+  size_t at = 0;
+  for (int q = 0; q < n; q++) {
+    size_t u0, un;
+    gc_wire_share(units, n, q, &u0, &un);
+    sh[q].e0 = u0 * ue < cn ? u0 * ue : cn;
+    sh[q].en = un ? ((u0 + un) * ue < cn ? (u0 + un) * ue : cn) - sh[q].e0 : 0;
+    sh[q].bytes = gc_wire_layout_bytes(sh[q].en, w->format, w->group);
+    sh[q].at = at;
+    at += sh[q].bytes;
+  }
+}
+
+/* The buffers of the MPI wire all-reduce, for rounds of up to C elements; counts and offsets
+ * for MPI. */
+typedef struct {
+  gc_comm_t comm;
+  gc_kwire_t w;
+  int n;
+  share_t *sh;
+  int *cnt, *dsp, *rcnt, *rdsp;
+  unsigned char *out_shares, *in_shares, *sum, *gathered;
+} wire_mpi_t;
+
+static void wire_mpi_free(wire_mpi_t *X, int park) {
+  void *bufs[] = {X->out_shares, X->in_shares, X->sum, X->gathered};
+  for (int i = 0; i < 4; i++) {
+    if (park) gc__park(bufs[i]); /* a timed-out request may still read or write them */
+    else free(bufs[i]);
+  }
+  free(X->sh), free(X->cnt), free(X->dsp), free(X->rcnt), free(X->rdsp);
+}
+
+/* Every share of a round is at most one unit larger than the round over n. */
+static gc_result_t wire_mpi_alloc(wire_mpi_t *X, size_t C) {
+  const size_t n = (size_t)X->n, ue = gc__wire_unit_elements(&X->w);
+  const size_t share_max = gc_wire_layout_bytes((C + n - 1) / n + ue, X->w.format, X->w.group);
+  const size_t all = gc_wire_layout_bytes(C, X->w.format, X->w.group) + n * 16;
+  X->sh = malloc(n * sizeof *X->sh);
+  X->cnt = malloc(n * sizeof(int)), X->dsp = malloc(n * sizeof(int));
+  X->rcnt = malloc(n * sizeof(int)), X->rdsp = malloc(n * sizeof(int));
+  X->out_shares = malloc(all), X->gathered = malloc(all);
+  X->in_shares = malloc(n * share_max), X->sum = malloc(share_max);
+  if (!X->sh || !X->cnt || !X->dsp || !X->rcnt || !X->rdsp || !X->out_shares || !X->gathered || !X->in_shares || !X->sum) {
+    wire_mpi_free(X, 0);
+    return GC_FAIL(X->comm, GC_ERR_SYSTEM, "gc_allreduce_ex: out of host memory for the wire's buffers");
+  }
+  return GC_SUCCESS;
+}
+
+/* One round: every rank packs each owner's share of its elements and sends it there; the owner
+ * sums the n shares it receives in rank order and encodes the sum once; every rank gathers the
+ * owners' encoded sums and decodes them through the epilogue. */
+static gc_result_t wire_mpi_round(wire_mpi_t *X, const char *send, char *recv, size_t cn, gc_dtype_t dtype,
+                                  const gc_kepilogue_t *ep, int *stuck) {
+  gc_comm_t comm = X->comm;
+  const int n = X->n, me = comm->rank;
+  const size_t es = gc_dtype_size(dtype), os = gc_dtype_size((gc_dtype_t)ep->out_dtype);
+  round_shares(cn, &X->w, n, X->sh);
+  const share_t mine = X->sh[me];
+  for (int q = 0; q < n; q++) {
+    gc__wire_pack_host(send + X->sh[q].e0 * es, X->sh[q].en, dtype, &X->w, X->out_shares + X->sh[q].at);
+    X->cnt[q] = (int)X->sh[q].bytes, X->dsp[q] = (int)X->sh[q].at;
+    X->rcnt[q] = (int)mine.bytes, X->rdsp[q] = q * (int)mine.bytes;
+  }
+  MPI_Request req;
+  GC_MPI_CHECK(comm, MPI_Ialltoallv(X->out_shares, X->cnt, X->dsp, MPI_BYTE, X->in_shares, X->rcnt, X->rdsp, MPI_BYTE,
+                                    comm->mpi, &req));
+  gc_result_t r = gc__boot_wait(comm, &req, "gc_allreduce_ex: MPI_Ialltoallv (wire)");
+  if (r != GC_SUCCESS) return *stuck = 1, r;
+  const void *wires[GC_MAX_WIRE_RANKS];
+  const void **from = n <= GC_MAX_WIRE_RANKS ? wires : malloc((size_t)n * sizeof *from);
+  if (!from) return GC_FAIL(comm, GC_ERR_SYSTEM, "gc_allreduce_ex: out of host memory");
+  for (int p = 0; p < n; p++) from[p] = X->in_shares + (size_t)p * mine.bytes;
+  memset(X->sum, 0, mine.bytes); /* the padding after the scales goes out as zeros */
+  gc__wire_sum_host(from, n, mine.en, &X->w, 0, gc__wire_units(mine.en, &X->w), X->sum);
+  if (from != wires) free(from);
+  GC_MPI_CHECK(comm, MPI_Iallgatherv(X->sum, (int)mine.bytes, MPI_BYTE, X->gathered, X->cnt, X->dsp, MPI_BYTE, comm->mpi,
+                                     &req));
+  r = gc__boot_wait(comm, &req, "gc_allreduce_ex: MPI_Iallgatherv (wire)");
+  if (r != GC_SUCCESS) return *stuck = 1, r;
+  for (int q = 0; q < n; q++) {
+    gc_kepilogue_t e = *ep;
+    if (e.add) e.add = (const char *)e.add + X->sh[q].e0 * es;
+    gc__wire_unpack_host(X->gathered + X->sh[q].at, X->sh[q].en, dtype, &X->w, &e, recv + X->sh[q].e0 * os);
+  }
+  return GC_SUCCESS;
+}
+
+/* The MPI path's calls compare their signatures first (GC_CHECK_CALLS auto or 1), as mpi_path.c's do. */
+static gc_result_t same_wire_call(gc_comm_t comm, size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *o) {
+  if (comm->check_calls == GC_CHECK_NONE) return GC_SUCCESS;
+  gc__call_sig_t sig = gc__call_sig(comm, GC_CALL_MPI_ALLREDUCE, count, dtype, op, 0, o);
+  sig.v[GC_SIG_ALGO] = sig.v[GC_SIG_MAX_BLOCKS] = 0;
+  return gc__same_call(comm, &sig);
+}
+
+gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, const gc__plan_t *p, const void *send, void *recv, size_t count,
+                                   gc_dtype_t dtype, gc_op_t op, const gc_options_t *o) {
+  const void *ptrs[3] = {send, recv, o->add};
+  static const char *const names[3] = {"sendbuf", "recvbuf", "options.add"};
+  for (int i = 0; i < 3; i++)
+    if (ptrs[i] && gc__ptr_kind(comm, ptrs[i]) != GC_PTR_HOST)
+      return GC_FAIL(comm, GC_ERR_UNSUPPORTED,
+                     "gc_allreduce_ex: the compressed wire on the MPI path takes host buffers; %s is device memory "
+                     "(pass all buffers on the host, or all on peer-to-peer GPUs)", names[i]);
+  GC_CHECK(same_wire_call(comm, count, dtype, op, o));
+  wire_mpi_t X = {comm, {p->wire, p->wire_group}, comm->size, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
+  /* Rounds of whole groups (128 elements: every group size divides it) near GC_MPI_CHUNK_BYTES of
+   * input, small enough for MPI's int counts. The bits do not depend on the rounds. */
+  size_t C = comm->mpi_chunk_bytes / es & ~(size_t)127;
+  if (C < 128) C = 128;
+  if (C > ((size_t)1 << 28)) C = (size_t)1 << 28;
+  if (C > count) C = count;
+  GC_CHECK(wire_mpi_alloc(&X, C));
+  const double scale = op == GC_AVG ? o->scale / comm->size : o->scale;
+  const gc_kepilogue_t ep = {scale != 1.0, scale, o->add, dtype, o->out_dtype};
+  int stuck = 0;
+  gc_result_t r = GC_SUCCESS;
+  for (size_t c0 = 0; c0 < count && r == GC_SUCCESS; c0 += C) {
+    gc_kepilogue_t e = ep;
+    if (e.add) e.add = (const char *)e.add + c0 * es;
+    r = wire_mpi_round(&X, (const char *)send + c0 * es, (char *)recv + c0 * os, count - c0 < C ? count - c0 : C, dtype,
+                       &e, &stuck);
+  }
+  wire_mpi_free(&X, stuck);
+  return r;
 }

@@ -122,6 +122,7 @@ void gc_test_suite_rmsnorm(void);
 void gc_test_suite_mixed(void);
 void gc_test_suite_wire(void);
 void gc_test_suite_wire_gpu(void);
+void gc_test_suite_wire_calls(void);
 
 /* Adds a suite with `tests` (NULL-terminated {name, fn}) to the registry. */
 typedef struct { const char *name; void (*fn)(void); } gc_test_case_t;

@@ -34,6 +34,7 @@ static const struct {
     {"mixed", gc_test_suite_mixed, 1},
     {"wire", gc_test_suite_wire, 0},
     {"wire_gpu", gc_test_suite_wire_gpu, 1},
+    {"wire_calls", gc_test_suite_wire_calls, 1},
 };
 #define NUM_SUITES ((int)(sizeof suites / sizeof suites[0]))
 

@@ -517,12 +517,28 @@ static lgc_buffer_t *opt_buffer_at(lua_State *L, int oi, const char *key) {
   return b;
 }
 
+/* The compressed wire (gc_options_t.wire, wire_group): wire = "native" | "fp8" | "bf16",
+ * wire_group = 32 | 64 | 128 (0 = 32); which calls take them is the library's to say. */
+static void parse_wire_opts(lua_State *L, int oi, gc_options_t *o) {
+  if (lgc_optfield(L, oi, "wire") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING || gc_wire_from_name(lua_tostring(L, -1), &o->wire) != GC_SUCCESS)
+      luaL_argerror(L, oi, "option 'wire' must be \"native\", \"fp8\" or \"bf16\"");
+  }
+  lua_pop(L, 1);
+  if (lgc_optfield(L, oi, "wire_group") != LUA_TNIL) {
+    lua_Integer g = opt_integer_at(L, -1, oi, "wire_group");
+    luaL_argcheck(L, g >= 0 && g <= INT_MAX, oi, "wire_group must be 32, 64 or 128 (0 = 32)");
+    o->wire_group = (int)g;
+  }
+  lua_pop(L, 1);
+}
+
 /* Reads the options table at `oi` (may be absent) into call; nccl = only what NCCL takes.
  * out_dtype is GC_DTYPE_SAME and add NULL where the option is absent. */
 static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, int *has_count,
                        size_t *count, gc_dtype_t *out_dtype, lgc_buffer_t **add) {
   static const char *const all[] = {"op", "algo", "max_blocks", "pdl", "scale", "add",
-                                    "out_dtype", "stream", "count", NULL};
+                                    "out_dtype", "stream", "count", "wire", "wire_group", NULL};
   static const char *const nccl_keys[] = {"op", "stream", "count", NULL};
   *has_count = 0;
   *out_dtype = GC_DTYPE_SAME;
@@ -548,6 +564,7 @@ static void parse_opts(lua_State *L, int oi, coll_t k, int nccl, call_t *call, i
   }
   lua_pop(L, 1);
   *add = opt_buffer_at(L, oi, "add");
+  parse_wire_opts(L, oi, &call->o);
 }
 
 /* Arguments: (self, send, recv, [root | rows, cols, axis], opts). */

@@ -229,7 +229,31 @@ GC_API gc_result_t gc_synchronize(gc_comm_t comm, void *stream);
  * updated in place) when out_dtype is the input dtype; any other overlap of add and recv is
  * GC_ERR_INVALID_ARGUMENT.
  * ------------------------------------------------------------------------------------------- */
-#define GC_OPTIONS_VERSION 1
+/* Wire formats (gc_options_t.wire): what gc_allreduce_ex moves between ranks. NATIVE: the input
+ * dtype, exact as ever (the default). FP8: e4m3 codes with a power-of-two scale per group of
+ * wire_group elements (32, 64 or 128; 0 = 32), for float32, float16 and bfloat16 inputs. BF16:
+ * bfloat16, for float32 inputs. FP8 and BF16 take sum and avg, accumulate in float32, and give
+ * every rank the same bits, within the error bound of docs/wire-format.md (fp8: about 1/16 of each
+ * term; bf16: about 1/256). Only gc_allreduce_ex takes them (on host buffers through MPI, and on
+ * device buffers of one node's peer-to-peer GPUs); every other call, and any other dtype or op,
+ * is refused with GC_ERR_INVALID_ARGUMENT (GC_ERR_UNSUPPORTED where the path cannot run them). */
+#define GC_WIRE_MAP(XX) \
+  XX(NATIVE, "native")  \
+  XX(FP8, "fp8")        \
+  XX(BF16, "bf16")
+
+typedef enum gc_wire {
+#define GC__WIRE_ENUM(name, str) GC_WIRE_##name,
+  GC_WIRE_MAP(GC__WIRE_ENUM)
+#undef GC__WIRE_ENUM
+  GC_NUM_WIRES
+} gc_wire_t;
+
+/* "fp8" for GC_WIRE_FP8 (NULL when out of range); GC_ERR_INVALID_ARGUMENT for unknown names. */
+GC_API const char *gc_wire_name(gc_wire_t wire);
+GC_API gc_result_t gc_wire_from_name(const char *name, gc_wire_t *out);
+
+#define GC_OPTIONS_VERSION 2
 typedef struct gc_options {
   unsigned version;     /* GC_OPTIONS_VERSION */
   gc_algo_t algo;       /* GC_ALGO_AUTO = dispatch table */
@@ -240,8 +264,10 @@ typedef struct gc_options {
   double scale;         /* epilogue multiplier */
   const void *add;      /* epilogue addend (bias / residual), input dtype, or NULL */
   gc_dtype_t out_dtype; /* dtype of recv; GC_DTYPE_SAME = input dtype */
+  gc_wire_t wire;       /* gc_allreduce_ex's wire format; GC_WIRE_NATIVE elsewhere */
+  int wire_group;       /* GC_WIRE_FP8: elements per scale, 32, 64 or 128; 0 = 32 (others: 0) */
 } gc_options_t;
-#define GC_OPTIONS_INIT {GC_OPTIONS_VERSION, GC_ALGO_AUTO, 0, 0, 1.0, NULL, GC_DTYPE_SAME}
+#define GC_OPTIONS_INIT {GC_OPTIONS_VERSION, GC_ALGO_AUTO, 0, 0, 1.0, NULL, GC_DTYPE_SAME, GC_WIRE_NATIVE, 0}
 
 /* ---------------------------------------------------------------------------------------------
  * Collectives. Counts are elements. opts == NULL means GC_OPTIONS_INIT.

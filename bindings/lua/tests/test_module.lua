@@ -336,6 +336,30 @@ test("allreduce", function()
   assert(tail ~= tail, "element 11 still poisoned")
 end)
 
+test("allreduce over a compressed wire", function()
+  -- powers of two, the same on every rank: every wire carries them and their sums exactly
+  local n = 300
+  local s <close> = comm:buffer(n, "float32", where)
+  local r <close> = comm:buffer(n, "float32", where)
+  for i = 1, n do s:set(i, 2.0 ^ (i % 4)) end
+  local function want(i) return size * 2.0 ^ (i % 4) end
+  for _, o in ipairs({ { wire = "fp8" }, { wire = "fp8", wire_group = 128 }, { wire = "bf16" }, { wire = "native" } }) do
+    r:poison()
+    assert(comm:allreduce(s, r, o))
+    eq((r:compare(want)), 0, "wire " .. o.wire)
+  end
+  local i32 <close> = comm:buffer(n, "int32", where)
+  local ok, msg, code = comm:allreduce(i32, i32, { wire = "fp8" })
+  fails("GC_ERR_INVALID_ARGUMENT", ok, msg, code)
+  assert(msg:find("the fp8 wire takes float32, float16 or bfloat16 data"), msg)
+  ok, msg, code = comm:allgather(s, comm:buffer(n * size, "float32", where), { wire = "fp8" })
+  fails("GC_ERR_INVALID_ARGUMENT", ok, msg, code)
+  assert(msg:find("only gc_allreduce_ex takes a compressed wire"), msg)
+  raises("option 'wire' must be \"native\", \"fp8\" or \"bf16\"", comm.allreduce, comm, s, r, { wire = "fp4" })
+  raises("option 'wire' must be", comm.allreduce, comm, s, r, { wire = 1 })
+  raises("wire_group must be 32, 64 or 128", comm.allreduce, comm, s, r, { wire = "fp8", wire_group = -1 })
+end)
+
 test("collective argument errors raise", function()
   local a <close> = comm:buffer(16, "float32", where)
   local small <close> = comm:buffer(8, "float32", where)

@@ -111,6 +111,21 @@ var (
 
 func (a Algo) String() string { return raw.Gc_algo_name(raw.Enum_SS_gc_algo(a)) }
 
+// Wire is what AllReduce moves between ranks (gc_wire_t): WireNative, the input dtype (the
+// default); WireFP8, e4m3 codes with a power-of-two scale per group of elements (float32,
+// float16, bfloat16 data); WireBF16, bfloat16 (float32 data). The compressed wires take Sum and
+// Avg, give every rank the same bits, within the bound of docs/wire-format.md.
+type Wire int32
+
+// The wire formats (gc_wire_t).
+var (
+	WireNative = Wire(raw.GC_WIRE_NATIVE)
+	WireFP8    = Wire(raw.GC_WIRE_FP8)
+	WireBF16   = Wire(raw.GC_WIRE_BF16)
+)
+
+func (w Wire) String() string { return raw.Gc_wire_name(raw.Enum_SS_gc_wire(w)) }
+
 // Version is the library's version, "0.1.0".
 func Version() string { return raw.Gc_get_version() }
 
@@ -351,6 +366,8 @@ type options struct {
 	addDType  DType         // the host add slice's element type (when addSlice)
 	addSlice  bool          // WithAddSlice was given (an empty slice too: its address is 0)
 	outDType  DType         // DType(raw.GC_DTYPE_SAME) unless WithOutDType
+	wire      Wire          // WithWire: the all-reduce's wire format
+	wireGroup int           // WithWire: fp8's elements per scale (0 = 32)
 	keep      []interface{} // host slices that must stay alive during the call
 }
 
@@ -380,6 +397,10 @@ func WithAddSlice[T Number](add []T) Option {
 	}
 }
 
+// WithWire moves the all-reduce's data over the wire format w; group is fp8's elements per scale
+// (32, 64 or 128; 0 = 32) and 0 for the others. Only AllReduce takes a wire other than WireNative.
+func WithWire(w Wire, group int) Option { return func(o *options) { o.wire, o.wireGroup = w, group } }
+
 // WithOutDType casts the output to d (recv then holds d; send and recv must not overlap).
 func WithOutDType(d DType) Option { return func(o *options) { o.outDType = d } }
 
@@ -400,6 +421,8 @@ func buildOptions(opts []Option) (*options, raw.Gc_options_t) {
 	r.SetScale(o.scale)
 	r.SetAdd(o.add)
 	r.SetOut_dtype(raw.Enum_SS_gc_dtype(o.outDType))
+	r.SetWire(raw.Enum_SS_gc_wire(o.wire))
+	r.SetWire_group(o.wireGroup)
 	return o, r
 }
 

@@ -166,6 +166,42 @@ func TestAllReduceEpilogue(t *testing.T) {
 	}
 }
 
+// Over a compressed wire: powers of two, the same on every rank, travel exactly in fp8 and bf16;
+// another dtype or collective is refused with the library's message.
+func TestAllReduceWire(t *testing.T) {
+	n := 300
+	send := make([]float32, n)
+	for i := range send {
+		send[i] = float32(int(1) << (i % 4))
+	}
+	for _, w := range []struct {
+		wire  Wire
+		group int
+	}{{WireFP8, 0}, {WireFP8, 64}, {WireBF16, 0}, {WireNative, 0}} {
+		recv := make([]float32, n)
+		if err := AllReduce(comm, send, recv, Sum, WithWire(w.wire, w.group)); err != nil {
+			t.Fatalf("wire %v: %v", w.wire, err)
+		}
+		for i := range recv {
+			if want := float32(comm.Size() * (1 << (i % 4))); recv[i] != want {
+				t.Fatalf("wire %v element %d: got %v, want %v", w.wire, i, recv[i], want)
+			}
+		}
+	}
+	if WireFP8.String() != "fp8" {
+		t.Fatalf("WireFP8 is %q", WireFP8.String())
+	}
+	var e *Error
+	err := AllReduce(comm, make([]int32, n), make([]int32, n), Sum, WithWire(WireFP8, 0))
+	if !errors.As(err, &e) || e.Code != "GC_ERR_INVALID_ARGUMENT" || !strings.Contains(e.Message, "fp8 wire takes") {
+		t.Fatalf("fp8 wire on int32: got %v", err)
+	}
+	err = AllReduce(comm, send, make([]float32, n), Sum, WithWire(WireFP8, 48))
+	if !errors.As(err, &e) || !strings.Contains(e.Message, "use 32, 64 or 128") {
+		t.Fatalf("fp8 wire group 48: got %v", err)
+	}
+}
+
 func TestReduceScatter(t *testing.T) {
 	size, rank, n := comm.Size(), comm.Rank(), 37
 	send := fill[float32](n*size, rank)

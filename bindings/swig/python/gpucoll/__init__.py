@@ -522,11 +522,15 @@ class Comm:
 
     # -- collectives
     def _options(self, function, algo, max_blocks, pdl, scale, add, out_dtype, in_code, out_shape,
-                 keep):
+                 keep, wire=None, wire_group=0):
         if (algo in (None, "auto", _s.GC_ALGO_AUTO) and not max_blocks and pdl is None
-                and scale == 1.0 and add is None and out_dtype is None):
+                and scale == 1.0 and add is None and out_dtype is None and wire is None
+                and not wire_group):
             return None, in_code
         opts = _s.gc_options_t()
+        if wire is not None:
+            opts.wire = _enum(_s.gc_wire_from_name, wire, "wire format", function)
+        opts.wire_group = _int(wire_group or 0, "wire_group", function, 0)
         if algo is not None:
             opts.algo = _enum(_s.gc_algo_from_name, algo, "algorithm", function)
         opts.max_blocks = _int(max_blocks or 0, "max_blocks", function, 0)
@@ -581,15 +585,18 @@ class Comm:
         return out, recv
 
     def allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
-                  scale=1.0, add=None, out_dtype=None, stream=None):
+                  scale=1.0, add=None, out_dtype=None, stream=None, wire=None, wire_group=0):
         """Element-wise reduction over all ranks; returns out (new unless given; in place when
-        out is send). Epilogue: out = cast<out_dtype>(reduced * scale + add)."""
+        out is send). Epilogue: out = cast<out_dtype>(reduced * scale + add). wire: "native"
+        (None, the default), "fp8" (float32/float16/bfloat16 data, wire_group 32, 64 or 128
+        elements per scale; 0 = 32) or "bf16" (float32 data) moves compressed bytes, sum and avg
+        only, within the error bound of docs/wire-format.md, the same bits on every rank."""
         f = "allreduce"
         h = self._handle(f)
         s = _buffer(send, f, "send")
         keep = []
         opts, code = self._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
-                                   s.shape, keep)
+                                   s.shape, keep, wire, wire_group)
         out, r = self._output(f, s, out, s.shape, code)
         op, st = _op_code(op, f), _stream(stream, f)
         self._wait_producers(h, st, s, r, *keep)

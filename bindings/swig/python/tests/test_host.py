@@ -86,6 +86,35 @@ def test_allreduce_out_dtype(comm):
     np.testing.assert_array_equal(got, total(comm.size, 100, np.float64))
 
 
+@pytest.mark.parametrize("wire,group", [("fp8", 0), ("fp8", 128), ("bf16", 0), ("native", 0)])
+def test_allreduce_wire(comm, wire, group):
+    # powers of two, the same on every rank: every wire carries them and their sums exactly
+    send = (2.0 ** (np.arange(300) % 4)).astype(np.float32)
+    got = comm.allreduce(send, wire=wire, wire_group=group)
+    np.testing.assert_array_equal(got, comm.size * send)
+
+
+def test_allreduce_wire_bound_and_refusals(comm):
+    # random data: within the fp8 bound (about 1/16 of each term and of the sum), the same on
+    # every rank (rank 0's result broadcast through an all-reduce of the difference)
+    rng = np.random.default_rng(1234 + comm.rank)
+    send = rng.standard_normal(4099).astype(np.float32)
+    parts = [np.random.default_rng(1234 + r).standard_normal(4099).astype(np.float32)
+             for r in range(comm.size)]
+    ref = np.sum(np.stack(parts).astype(np.float64), 0)
+    mag = np.sum(np.abs(np.stack(parts).astype(np.float64)), 0)
+    got = comm.allreduce(send, wire="fp8")
+    assert np.all(np.abs(got - ref) <= 2.0 ** -4 * (mag + np.abs(ref)) * 1.01 + 1e-3)
+    spread = comm.allreduce(got.astype(np.float64), op="max") - comm.allreduce(got.astype(np.float64), op="min")
+    assert not spread.any()
+    with pytest.raises(gpucoll.InvalidArgument, match="fp8 wire takes float32"):
+        comm.allreduce(np.zeros(8, np.int32), wire="fp8")
+    with pytest.raises(gpucoll.InvalidArgument, match="unknown wire format"):
+        comm.allreduce(send, wire="fp4")
+    with pytest.raises(gpucoll.InvalidArgument, match="use 32, 64 or 128"):
+        comm.allreduce(send, wire="fp8", wire_group=48)
+
+
 def test_allreduce_algo_mpi_and_stream_forms(comm):
     class Stream:
         cuda_stream = 0
