@@ -31,6 +31,8 @@ static const struct {
     {"tune", gc_test_suite_tune, 1},
     {"rmsnorm", gc_test_suite_rmsnorm, 1},
     {"mixed", gc_test_suite_mixed, 1},
+    {"mixed_layout_numbering", gc_test_suite_mixed_layout_numbering, 0},
+    {"mixed_layout", gc_test_suite_mixed_layout, 1},
     {"wire", gc_test_suite_wire, 0},
     {"wire_gpu", gc_test_suite_wire_gpu, 1},
 };
