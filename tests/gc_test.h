@@ -119,6 +119,8 @@ void gc_test_suite_collectives(void);
 void gc_test_suite_p2p(void);
 void gc_test_suite_tune(void);
 void gc_test_suite_rmsnorm(void);
+void gc_test_suite_mixed_layout_numbering(void);
+void gc_test_suite_mixed_layout(void);
 void gc_test_suite_mixed(void);
 void gc_test_suite_wire(void);
 void gc_test_suite_wire_gpu(void);

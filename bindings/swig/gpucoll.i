@@ -145,6 +145,17 @@ static MPI_Fint gcswig_world(void) {
   }
   ~gc_plan() { free($self); }
 }
+%extend gc_mixed_config {
+  gc_mixed_config() {
+    gc_mixed_config_t *c = (gc_mixed_config_t *)malloc(sizeof *c);
+    if (c) {
+      gc_mixed_config_t init = GC_MIXED_CONFIG_INIT;
+      *c = init;
+    }
+    return c;
+  }
+  ~gc_mixed_config() { free($self); }
+}
 %extend gc_rmsnorm_fp8 {
   gc_rmsnorm_fp8() {
     gc_rmsnorm_fp8_t *m = (gc_rmsnorm_fp8_t *)malloc(sizeof *m);
@@ -324,6 +335,9 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 %typemap(in, numinputs=0) gc_comm_t *out (gc_comm_t tmp = NULL) %{ $1 = &tmp; %}
 %typemap(argout) gc_comm_t *out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(tmp$argnum, $*1_descriptor, 0)); %}
+%typemap(in, numinputs=0) gc_mixed_t *out (gc_mixed_t tmp = NULL) %{ $1 = &tmp; %}
+%typemap(argout) gc_mixed_t *out
+%{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(tmp$argnum, $*1_descriptor, 0)); %}
 
 /* DLPack for the Python layer, producer and consumer. Producer (Comm.empty): the classic DLManagedTensor in a capsule named "dltensor" over
  * memory the Python layer owns. The tensor holds a reference to `owner` and drops it, under the
@@ -484,10 +498,10 @@ func gcswigError(s string) error {
 %typemap(goout, fragment="CopyString") gc_result_t %{ $result = gcswigError(swigCopyString($1)) %}
 
 /* Handles and buffers are integers on the Go side; device pointers never touch Go's heap. */
-%typemap(gotype) gc_comm_t, void *, const void * "uintptr"
-%typemap(in) gc_comm_t, void *, const void * %{ $1 = ($1_ltype)$input; %}
-%typemap(out) gc_comm_t, void *, const void * %{ *($&1_ltype)&$result = ($1_ltype)$1; %}
-%typemap(goout) gc_comm_t, void *, const void * ""
+%typemap(gotype) gc_comm_t, gc_mixed_t, void *, const void * "uintptr"
+%typemap(in) gc_comm_t, gc_mixed_t, void *, const void * %{ $1 = ($1_ltype)$input; %}
+%typemap(out) gc_comm_t, gc_mixed_t, void *, const void * %{ *($&1_ltype)&$result = ($1_ltype)$1; %}
+%typemap(goout) gc_comm_t, gc_mixed_t, void *, const void * ""
 
 %define GCSWIG_GO_OUT(CTYPE, GOTYPE, NAMES)
 %typemap(gotype) NAMES "[]GOTYPE"
@@ -511,6 +525,7 @@ GCSWIG_GO_OUT(size_t, uint64, size_t *offset)
 GCSWIG_GO_OUT(size_t, uint64, size_t *length)
 GCSWIG_GO_OUT(void *, uintptr, void **out)
 GCSWIG_GO_OUT(gc_comm_t, uintptr, gc_comm_t *out)
+GCSWIG_GO_OUT(gc_mixed_t, uintptr, gc_mixed_t *out)
 
 /* ============================================================================================= */
 #elif defined(SWIGTCL)
@@ -557,6 +572,7 @@ GCSWIG_TCL_OUT(size_t, Tcl_NewWideIntObj((Tcl_WideInt)tmp$argnum), size_t *offse
 GCSWIG_TCL_OUT(size_t, Tcl_NewWideIntObj((Tcl_WideInt)tmp$argnum), size_t *length)
 GCSWIG_TCL_OUT(void *, Tcl_NewWideIntObj((Tcl_WideInt)(uintptr_t)tmp$argnum), void **out)
 GCSWIG_TCL_OUT(gc_comm_t, SWIG_NewInstanceObj(tmp$argnum, $*1_descriptor, 0), gc_comm_t *out)
+GCSWIG_TCL_OUT(gc_mixed_t, SWIG_NewInstanceObj(tmp$argnum, $*1_descriptor, 0), gc_mixed_t *out)
 
 /* Host arrays for scripts: carrays.i makes them, gcswig_addr turns one into the integer address the
  * collectives take. */
@@ -579,6 +595,19 @@ static size_t gcswig_addr_int(int *a) { return (size_t)(uintptr_t)a; }
 %rename(gc_comm_destroy) gcswig_comm_destroy;
 %inline %{
 static gc_result_t gcswig_comm_destroy(gc_comm_t handle) { return gc_comm_destroy(handle); }
+%}
+
+/* gc_mixed_algos fills a caller's array: the bindings ask for its entries one at a time. */
+%ignore gc_mixed_algos;
+%inline %{
+/* Entry k of gc_mixed_algos(mixed, op) (a gc_algo_t), -1 past the end, -2 when the query fails
+ * (the failure's message is the thread's: gc_comm_last_error(NULL)). */
+static int gcswig_mixed_algo(gc_mixed_t mixed, int op, int k) {
+  gc_algo_t algos[GC_NUM_ALGOS];
+  int n = 0;
+  if (gc_mixed_algos(mixed, (gc_mixed_op_t)op, algos, GC_NUM_ALGOS, &n) != GC_SUCCESS) return -2;
+  return k >= 0 && k < n && k < GC_NUM_ALGOS ? (int)algos[k] : -1;
+}
 %}
 
 /* gc_allreduce_rmsnorm_fp8's scales (float *) is an output array like any buffer: an integer

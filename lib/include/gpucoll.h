@@ -342,6 +342,121 @@ GC_API gc_result_t gc_allreduce_allgather(const void *sendbuf, void *recvbuf, si
                                           const gc_options_t *opts);
 
 /* ---------------------------------------------------------------------------------------------
+ * Mixed layouts: any TP x DP split of a communicator, numbered as FlashInfer's MixedCommHandler
+ * numbers it (docs/mixed.md has the table). The communicator's nodes (hosts, or GC_LOCAL_SIZE /
+ * gc_config_t.local_size groups) must hold the same number L of ranks, consecutive: world rank
+ * = inter_rank * L + local_rank, with inter_rank the node's index. Then, TP innermost:
+ *   local_rank = local_tp_rank + local_dp_rank * local_tp_size   (L = local_tp_size * local_dp_size)
+ *   inter_rank = inter_tp_rank + inter_dp_rank * inter_tp_size   (nodes = inter_tp_size * inter_dp_size)
+ *   tp_rank    = local_tp_rank + inter_tp_rank * local_tp_size,  tp_size = local_tp_size * inter_tp_size
+ *   dp_rank    = local_dp_rank + inter_dp_rank * local_dp_size,  dp_size = local_dp_size * inter_dp_size
+ * A TP group is the ranks of one dp_rank (in tp_rank order), a DP group those of one tp_rank.
+ * Sizes of 0 take FlashInfer's defaults: both of a pair 0: TP is the whole of it (local_tp_size
+ * = L, inter_tp_size = the node count, DP sizes 1); one 0: the other divides into it.
+ *
+ * The valid operations follow from the sizes as FlashInfer's get_valid_op_list has them: TP and
+ * DP both > 1: ALLREDUCE_ALLGATHER and REDUCESCATTER_ALLREDUCE; only TP > 1: ALLREDUCE; otherwise
+ * (one rank too) ALLGATHER and REDUCESCATTER. Another operation is GC_ERR_INVALID_USAGE.
+ * Arguments, in-place rules, epilogues and GC_AVG are those of the collectives above, with the
+ * TP and DP groups in place of the communicator; failures are recorded on the communicator
+ * (gc_comm_last_error(comm)).
+ *   gc_mixed_allreduce: all-reduce over the TP group (here the whole communicator).
+ *   gc_mixed_allgather, gc_mixed_reducescatter: over the DP group (the whole communicator).
+ *   gc_mixed_allreduce_allgather: sendbuf (sendcount) all-reduced over the TP group (GC_AVG
+ *     divides by tp_size; the epilogue applies to that result), then gathered over the DP group:
+ *     recvbuf (dp_size * sendcount) holds dp rank d's result at d * sendcount, the same bits on
+ *     every rank. In place when sendbuf == recvbuf + dp_rank * sendcount.
+ *   gc_mixed_reducescatter_allreduce: sendbuf holds dp_size * recvcount elements; recvbuf
+ *     receives block dp_rank reduced over every rank: over the DP group first (half types summed
+ *     in float32 and kept so), then over the TP group in tp_rank order; GC_AVG divides by the
+ *     communicator's size (int32 and uint8 averages: GC_ERR_UNSUPPORTED, the partial sums would
+ *     wrap); the epilogue applies once, to the final value; the same bits on every rank of a TP
+ *     group. In place when recvbuf == sendbuf + dp_rank * recvcount.
+ * options.algo, max_blocks and pdl steer the pure operations, and the DP part of the two mixed
+ * ones (gc_mixed_algos lists what they may name); the TP all-reduce of ALLREDUCE_ALLGATHER takes
+ * the dispatch table's choice (the peer-to-peer kernels inside one node, MPI across nodes), that
+ * of REDUCESCATTER_ALLREDUCE runs on MPI. A mixed operation with a part on MPI returns with its
+ * stream synchronized and cannot be captured into a CUDA graph (GC_ERR_INVALID_USAGE);
+ * ALLREDUCE_ALLGATHER inside one node runs on the kernels and can be.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gc_mixed *gc_mixed_t;
+
+#define GC_MIXED_CONFIG_VERSION 1
+typedef struct gc_mixed_config {
+  unsigned version;  /* GC_MIXED_CONFIG_VERSION */
+  int local_tp_size; /* TP ranks of one node; 0 = default */
+  int local_dp_size; /* DP ranks of one node; 0 = default */
+  int inter_tp_size; /* nodes one TP group spans; 0 = default */
+  int inter_dp_size; /* nodes one DP group spans; 0 = default */
+} gc_mixed_config_t;
+#define GC_MIXED_CONFIG_INIT {GC_MIXED_CONFIG_VERSION, 0, 0, 0, 0}
+
+/* The operations, in FlashInfer's MixedCommOp order. */
+#define GC_MIXED_OP_MAP(XX)                         \
+  XX(ALLREDUCE, "allreduce")                        \
+  XX(ALLGATHER, "allgather")                        \
+  XX(REDUCESCATTER, "reducescatter")                \
+  XX(ALLREDUCE_ALLGATHER, "allreduce_allgather")    \
+  XX(REDUCESCATTER_ALLREDUCE, "reducescatter_allreduce")
+
+typedef enum gc_mixed_op {
+#define GC__MIXED_OP_ENUM(name, str) GC_MIXED_##name,
+  GC_MIXED_OP_MAP(GC__MIXED_OP_ENUM)
+#undef GC__MIXED_OP_ENUM
+  GC_NUM_MIXED_OPS
+} gc_mixed_op_t;
+
+/* One rank's place in the layout. */
+typedef struct gc_mixed_layout {
+  int world_rank, world_size;
+  int local_rank, local_size, inter_rank, inter_size;
+  int local_tp_rank, local_tp_size, local_dp_rank, local_dp_size;
+  int inter_tp_rank, inter_tp_size, inter_dp_rank, inter_dp_size;
+  int tp_rank, tp_size, dp_rank, dp_size;
+} gc_mixed_layout_t;
+
+/* "reducescatter_allreduce"; NULL when out of range. */
+GC_API const char *gc_mixed_op_name(gc_mixed_op_t op);
+/* Collective over comm: checks cfg (NULL = defaults; the same on every rank) against comm's nodes
+ * (GC_ERR_INVALID_ARGUMENT saying which size does not fit; GC_ERR_UNSUPPORTED for nodes of
+ * different sizes or not consecutive) and makes the TP and DP groups. comm must outlive the
+ * handle, and is used by it: one host thread at a time for both. *out is written on success. */
+GC_API gc_result_t gc_mixed_init(gc_mixed_t *out, gc_comm_t comm, const gc_mixed_config_t *cfg);
+/* Collective: frees the groups and the handle (not comm); call it before gc_comm_destroy(comm).
+ * GC_ERR_STREAM_TIMEOUT (a group's device stayed busy, as in gc_comm_destroy): the handle stays;
+ * call it again on every rank once that work ends. */
+GC_API gc_result_t gc_mixed_destroy(gc_mixed_t mixed);
+/* This rank's numbering, whole or a field at a time. */
+GC_API gc_result_t gc_mixed_get_layout(gc_mixed_t mixed, gc_mixed_layout_t *out);
+GC_API gc_result_t gc_mixed_tp_rank(gc_mixed_t mixed, int *out);
+GC_API gc_result_t gc_mixed_tp_size(gc_mixed_t mixed, int *out);
+GC_API gc_result_t gc_mixed_dp_rank(gc_mixed_t mixed, int *out);
+GC_API gc_result_t gc_mixed_dp_size(gc_mixed_t mixed, int *out);
+/* 1 when op is an operation of this layout (above); 0 otherwise, or for a NULL handle. */
+GC_API int gc_mixed_op_valid(gc_mixed_t mixed, gc_mixed_op_t op);
+/* The algorithms options.algo may name for op here, GC_ALGO_AUTO first: the first `capacity`
+ * go to algos (may be NULL when capacity is 0), *count gets how many there are (0 for an
+ * operation of another layout). What the group that runs the steered part reaches decides: on
+ * the peer-to-peer kernels what gc_autotune tries for that collective (and MULTIMEM where it is
+ * set up), else MPI alone. A call may still refuse one for its dtype or size, with a message. */
+GC_API gc_result_t gc_mixed_algos(gc_mixed_t mixed, gc_mixed_op_t op, gc_algo_t *algos, int capacity,
+                                  int *count);
+
+GC_API gc_result_t gc_mixed_allreduce(const void *sendbuf, void *recvbuf, size_t count, gc_dtype_t dtype,
+                                      gc_op_t op, gc_mixed_t mixed, void *stream, const gc_options_t *opts);
+GC_API gc_result_t gc_mixed_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gc_dtype_t dtype,
+                                      gc_mixed_t mixed, void *stream, const gc_options_t *opts);
+GC_API gc_result_t gc_mixed_reducescatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                          gc_dtype_t dtype, gc_op_t op, gc_mixed_t mixed, void *stream,
+                                          const gc_options_t *opts);
+GC_API gc_result_t gc_mixed_allreduce_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                                gc_dtype_t dtype, gc_op_t op, gc_mixed_t mixed, void *stream,
+                                                const gc_options_t *opts);
+GC_API gc_result_t gc_mixed_reducescatter_allreduce(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                                    gc_dtype_t dtype, gc_op_t op, gc_mixed_t mixed,
+                                                    void *stream, const gc_options_t *opts);
+
+/* ---------------------------------------------------------------------------------------------
  * Fused all-reduce + RMSNorm + FP8 quantization of a row-major rows x cols matrix (the same shape
  * on every rank), the step between tensor-parallel layers of a transformer. Inputs are float32,
  * float16 or bfloat16; with s the sum over ranks, in float and in rank order:

@@ -28,7 +28,7 @@ for _sub in ("gpucoll_swig", "_gpucoll_swig"):
 del _sub
 
 __version__ = _s.gc_get_version()
-__all__ = ["Comm", "Error", "version", "params_table", "partition", "dtype_size", "__version__"]
+__all__ = ["Comm", "Mixed", "Error", "version", "params_table", "partition", "dtype_size", "__version__"]
 
 # Error and one subclass per result code, made by the C module from GC_RESULT_MAP.
 Error = _m.Error
@@ -760,6 +760,12 @@ class Comm:
                 "blocks": p.blocks, "threads": p.threads, "chunk_bytes": p.chunk_bytes,
                 "piece_bytes": p.piece_bytes, "staged": bool(p.staged)}
 
+    def mixed(self, local_tp_size=0, local_dp_size=0, inter_tp_size=0, inter_dp_size=0):
+        """Collective: a TP x DP layout of this communicator (a Mixed), numbered as FlashInfer
+        numbers it (docs/mixed.md); sizes of 0 take FlashInfer's defaults. Close it before the
+        communicator."""
+        return Mixed(self, local_tp_size, local_dp_size, inter_tp_size, inter_dp_size)
+
     # -- memory helpers
     def fill_random(self, array, seed=0):
         """Fills an array (host or device) from the library's generator keyed by (seed, index)."""
@@ -910,6 +916,148 @@ class Comm:
         freed = len(self._blocks) - len(kept)
         self._blocks = kept
         return freed
+
+
+_MIXED_OPS = ("allreduce", "allgather", "reducescatter", "allreduce_allgather",
+              "reducescatter_allreduce")
+_LAYOUT_FIELDS = ("world_rank", "world_size", "local_rank", "local_size", "inter_rank",
+                  "inter_size", "local_tp_rank", "local_tp_size", "local_dp_rank", "local_dp_size",
+                  "inter_tp_rank", "inter_tp_size", "inter_dp_rank", "inter_dp_size", "tp_rank",
+                  "tp_size", "dp_rank", "dp_size")
+
+
+class Mixed:
+    """A TP x DP layout of a Comm (made by Comm.mixed; collective to create and to close).
+
+    .layout is this rank's numbering (a dict of gc_mixed_layout_t's fields), .valid_ops the
+    operations the layout takes, algos(op) what algo= may name for one. The methods take the
+    arguments of Comm's collectives, on the TP and DP groups (gpucoll.h, "Mixed layouts").
+    """
+
+    def __init__(self, comm, local_tp_size=0, local_dp_size=0, inter_tp_size=0, inter_dp_size=0):
+        f = "mixed"
+        self._h = None
+        self._comm = comm
+        cfg = _s.gc_mixed_config_t()
+        cfg.local_tp_size = _int(local_tp_size, "local_tp_size", f)
+        cfg.local_dp_size = _int(local_dp_size, "local_dp_size", f)
+        cfg.inter_tp_size = _int(inter_tp_size, "inter_tp_size", f)
+        cfg.inter_dp_size = _int(inter_dp_size, "inter_dp_size", f)
+        self._h = _s.gc_mixed_init(comm._handle(f), cfg)
+        lay = _s.gc_mixed_layout_t()
+        _s.gc_mixed_get_layout(self._h, lay)
+        self.layout = {name: getattr(lay, name) for name in _LAYOUT_FIELDS}
+
+    def close(self):
+        """Collective: frees the layout's groups (not the communicator). Idempotent."""
+        h, self._h = self._h, None
+        if h is not None:
+            _s.gc_mixed_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self._h is None:
+            return "<gpucoll.Mixed closed>"
+        return "<gpucoll.Mixed tp %d of %d, dp %d of %d>" % (self.tp_rank, self.tp_size,
+                                                           self.dp_rank, self.dp_size)
+
+    def _handle(self, function):
+        if self._h is None:
+            _fail(InvalidUsage, function, "the layout is closed")
+        return self._h
+
+    tp_rank = property(lambda self: self.layout["tp_rank"])
+    tp_size = property(lambda self: self.layout["tp_size"])
+    dp_rank = property(lambda self: self.layout["dp_rank"])
+    dp_size = property(lambda self: self.layout["dp_size"])
+
+    @property
+    def valid_ops(self):
+        """The operations of this layout, as FlashInfer's get_valid_op_list lists them."""
+        h = self._handle("valid_ops")
+        return [name for k, name in enumerate(_MIXED_OPS) if _s.gc_mixed_op_valid(h, k)]
+
+    def algos(self, op):
+        """The algorithms algo= may name for operation `op` here ("auto" first); [] for an
+        operation of another layout."""
+        h = self._handle("algos")
+        if op not in _MIXED_OPS:
+            _fail(InvalidArgument, "algos", "op %r is not one of %s" % (op, ", ".join(_MIXED_OPS)))
+        names, k = [], 0
+        while True:
+            a = _s.gcswig_mixed_algo(h, _MIXED_OPS.index(op), k)
+            if a == -2:
+                _fail(Error, "algos", _s.gc_comm_last_error(None))
+            if a < 0:
+                return names
+            names.append(_s.gc_algo_name(a))
+            k += 1
+
+    def _run(self, f, c_function, send, out, parts_in, parts_out, op, algo, max_blocks, pdl,
+             scale, add, out_dtype, stream):
+        """send holds parts_in blocks of n elements, out parts_out blocks (one of them 1)."""
+        c, h = self._comm, self._handle(f)
+        s = _buffer(send, f, "send")
+        if s.nelem % parts_in:
+            _fail(InvalidArgument, f, "send has %d elements, not a multiple of the %d DP ranks"
+                  % (s.nelem, parts_in))
+        n = s.nelem // parts_in
+        if parts_out > 1:
+            shape = _gathered_shape(s.shape, parts_out)
+        elif parts_in > 1:
+            shape = ((s.shape[0] // parts_in,) + s.shape[1:]
+                     if s.shape and s.shape[0] % parts_in == 0 else (n,))
+        else:
+            shape = s.shape
+        keep = []
+        add_shape = s.shape if parts_in == 1 else shape
+        opts, code = c._options(f, algo, max_blocks, pdl, scale, add, out_dtype, s.dtype,
+                                add_shape, keep)
+        out, r = c._output(f, s, out, shape, code)
+        st = _stream(stream, f)
+        c._wait_producers(c._handle(f), st, s, r, *keep)
+        if op is None:
+            c_function(s.ptr, r.ptr, n, s.dtype, h, st, opts)
+        else:
+            c_function(s.ptr, r.ptr, n, s.dtype, _op_code(op, f), h, st, opts)
+        return out
+
+    def allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
+                  scale=1.0, add=None, out_dtype=None, stream=None):
+        """All-reduce over the TP group (layouts with DP 1)."""
+        return self._run("mixed.allreduce", _s.gc_mixed_allreduce, send, out, 1, 1, op, algo,
+                         max_blocks, pdl, scale, add, out_dtype, stream)
+
+    def allgather(self, send, out=None, *, algo=None, max_blocks=0, pdl=None, stream=None):
+        """All-gather over the DP group (layouts with TP 1), in dp-rank order."""
+        return self._run("mixed.allgather", _s.gc_mixed_allgather, send, out, 1, self.dp_size,
+                         None, algo, max_blocks, pdl, 1.0, None, None, stream)
+
+    def reducescatter(self, send, out=None, op="sum", *, algo=None, max_blocks=0, pdl=None,
+                      scale=1.0, add=None, out_dtype=None, stream=None):
+        """Reduce-scatter over the DP group (layouts with TP 1): block dp_rank of send."""
+        return self._run("mixed.reducescatter", _s.gc_mixed_reducescatter, send, out,
+                         self.dp_size, 1, op, algo, max_blocks, pdl, scale, add, out_dtype, stream)
+
+    def allreduce_allgather(self, send, out=None, op="sum", *, algo=None, max_blocks=0,
+                            pdl=None, scale=1.0, add=None, out_dtype=None, stream=None):
+        """send all-reduced over the TP group (the epilogue applies there), then the results of
+        the DP group concatenated along the first dimension in dp-rank order."""
+        return self._run("mixed.allreduce_allgather", _s.gc_mixed_allreduce_allgather, send, out,
+                         1, self.dp_size, op, algo, max_blocks, pdl, scale, add, out_dtype, stream)
+
+    def reducescatter_allreduce(self, send, out=None, op="sum", *, algo=None, max_blocks=0,
+                                pdl=None, scale=1.0, add=None, out_dtype=None, stream=None):
+        """send holds dp_size blocks; this rank gets block dp_rank reduced over every rank."""
+        return self._run("mixed.reducescatter_allreduce", _s.gc_mixed_reducescatter_allreduce,
+                         send, out, self.dp_size, 1, op, algo, max_blocks, pdl, scale, add,
+                         out_dtype, stream)
 
 
 class _SymmetricBlock:

@@ -172,6 +172,67 @@ def test_mixed_operations(comm, dtype, op):
             np.testing.assert_array_equal(got, want.astype(dtype), err_msg="L=%d" % L)
 
 
+def test_mixed_layouts(comm):
+    """Comm.mixed: FlashInfer's numbering of every split of the world, the operations each
+    layout takes (against a float64 reference, identical on every rank here) and a refusal."""
+    size, rank, n = comm.size, comm.rank, 7
+    for L in node_sizes(size):
+        with gpucoll.Comm(local_size=L) as c:
+            nodes = size // L
+            for ltp in [d for d in range(1, L + 1) if L % d == 0]:
+                for itp in [d for d in range(1, nodes + 1) if nodes % d == 0]:
+                    with c.mixed(local_tp_size=ltp, inter_tp_size=itp) as m:
+                        check_layout(m, rank, L, ltp, itp, nodes, n)
+    bad = comm.local_size + 1
+    with pytest.raises(gpucoll.InvalidArgument, match="local_tp_size %d does not divide" % bad):
+        comm.mixed(local_tp_size=bad)
+
+
+def check_layout(m, rank, L, ltp, itp, nodes, n):
+    local, inter = rank % L, rank // L
+    tp = local % ltp + (inter % itp) * ltp
+    dp = local // ltp + (inter // itp) * (L // ltp)
+    assert (m.tp_rank, m.tp_size, m.dp_rank, m.dp_size) == (tp, ltp * itp, dp, (L // ltp) * (nodes // itp))
+    assert m.layout["inter_rank"] == inter and m.layout["local_tp_rank"] == local % ltp
+    # the ranks of each TP group (one dp rank) and the ranks of every dp rank
+    of_dp = {}
+    for r in range(L * nodes):
+        rl, ri = r % L, r // L
+        of_dp.setdefault(rl // ltp + (ri // itp) * (L // ltp), []).append(r)
+    both, tp_only = m.tp_size > 1 and m.dp_size > 1, m.tp_size > 1 and m.dp_size == 1
+    want = (["allreduce_allgather", "reducescatter_allreduce"] if both else
+            ["allreduce"] if tp_only else ["allgather", "reducescatter"])
+    assert m.valid_ops == want
+    for op in want:
+        algos = m.algos(op)
+        assert algos[0] == "auto" and "mpi" in algos
+    D, world = m.dp_size, L * nodes
+    if "allreduce_allgather" in want:
+        got = m.allreduce_allgather(contribution(rank, n, np.float32))
+        ref = np.concatenate([sum(contribution(r, n, np.float64) for r in of_dp[d]) for d in range(D)])
+        np.testing.assert_array_equal(got, ref.astype(np.float32))
+        send = contribution(rank, D * n, np.float64)
+        got = m.reducescatter_allreduce(send)
+        ref = sum(contribution(r, D * n, np.float64) for r in range(world))[dp * n:(dp + 1) * n]
+        np.testing.assert_array_equal(got, ref)
+        with pytest.raises(gpucoll.InvalidUsage, match="not an operation of this layout"):
+            m.allreduce(np.zeros(n, np.float32))
+    elif tp_only:
+        got = m.allreduce(contribution(rank, n, np.int32))
+        np.testing.assert_array_equal(got, total(world, n, np.int32))
+        with pytest.raises(gpucoll.InvalidUsage, match="which takes allreduce"):
+            m.allgather(np.zeros(n, np.float32))
+    else:
+        got = m.allgather(contribution(rank, n, np.float32))
+        ref = np.concatenate([contribution(of_dp[d][0], n, np.float32) for d in range(D)])
+        np.testing.assert_array_equal(got, ref)
+        got = m.reducescatter(contribution(rank, D * n, np.float32))
+        ref = sum(contribution(r, D * n, np.float64) for r in range(world))[dp * n:(dp + 1) * n]
+        np.testing.assert_array_equal(got, ref.astype(np.float32))
+        with pytest.raises(gpucoll.InvalidUsage, match="not an operation of this layout"):
+            m.allreduce_allgather(np.zeros(n, np.float32))
+
+
 def test_mixed_in_place_epilogue_and_errors(comm):
     size, rank, n = comm.size, comm.rank, 11
     add = ((np.arange(n) % 7 - 3) / 4).astype(np.float32)
