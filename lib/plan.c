@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 #include "kernels.h"
 
 #define MB ((size_t)1 << 20)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 
 /* What can be tried per collective; the dispatcher refuses (GC_ERR_UNSUPPORTED, on every rank
  * alike) what this communicator cannot run, and such candidates are skipped. */
