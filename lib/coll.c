@@ -60,6 +60,28 @@ static void *temp_alloc(int host, size_t bytes) {
   return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
 }
 
+/* The temporaries of the axis-1 split freed once nothing can use them any more, else kept
+ * (gc__park): r, or after a success the failure of the wait for the stream. reduced: the
+ * all-reduce's result; copied: whether the add vector's copy to the host is known to be over. */
+static gc_result_t columns_release(gc_comm_t comm, int host, void *full, void *add_here, gc_result_t reduced,
+                                   int copied, gc_result_t r, cudaStream_t stream) {
+  if (host) {
+    if (reduced == GC_ERR_TIMEOUT) gc__park(full); /* the timed-out request may still gather into it */
+    else free(full);
+    if (copied) free(add_here);
+    else gc__park(add_here); /* the copy may still write it */
+    return r;
+  }
+  gc_result_t waited = gc__stream_wait(comm, stream, "gc_reducescatter_2d");
+  void *temps[2] = {full, add_here};
+  for (int t = 0; t < 2; t++) {
+    if (!temps[t]) continue;
+    if (waited == GC_SUCCESS) cudaFree(temps[t]);
+    else gc__park(temps[t]); /* the stream may still read it; cudaFree would wait for it */
+  }
+  return r == GC_SUCCESS ? waited : r;
+}
+
 /* The MPI path's axis-1 split: an all-reduce of the whole matrix into a float32 (float64,
  * integer) temporary, then this rank's columns through the epilogue, rounding once as the
  * kernels do, so the bits match the peer-to-peer path. An add vector that is not where the
@@ -111,22 +133,7 @@ static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, v
       if (e != cudaSuccess) r = GC_FAIL(comm, GC_ERR_CUDA, "epilogue kernel: %s", cudaGetErrorString(e));
     }
   }
-  if (host) {
-    if (reduced == GC_ERR_TIMEOUT) gc__park(full); /* the timed-out request may still gather into it */
-    else free(full);
-    if (copied) free(add_here);
-    else gc__park(add_here); /* the copy may still write it */
-  } else {
-    gc_result_t waited = gc__stream_wait(comm, stream, "gc_reducescatter_2d");
-    void *temps[2] = {full, add_here};
-    for (int t = 0; t < 2; t++) {
-      if (!temps[t]) continue;
-      if (waited == GC_SUCCESS) cudaFree(temps[t]);
-      else gc__park(temps[t]); /* the stream may still read it; cudaFree would wait for it */
-    }
-    if (r == GC_SUCCESS) r = waited;
-  }
-  return r;
+  return columns_release(comm, host, full, add_here, reduced, copied, r, stream);
 }
 
 static gc_result_t reducescatter_common(const void *send, void *recv, const gc__split_t *sp, gc_dtype_t dtype, gc_op_t op,

@@ -1,101 +1,17 @@
-/* comm.c — communicator life cycle (init, destroy, abort), queries, and the live-handle registry
- * that turns use-after-destroy into an error instead of a crash. */
+/* comm.c — communicator life cycle (init, destroy, abort), the mixed operations' groups, queries
+ * and gc_synchronize. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 #include "gc_version.h"
 
 const char *gc_get_version(void) { return GC_VERSION_STRING; }
-
-/* Live communicators. Membership is tested by pointer value only, so a destroyed handle is
- * recognised without touching the memory it pointed to. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static gc_comm_t live[64];
-static int live_count;
-
-static int live_add(gc_comm_t comm) {
-  pthread_mutex_lock(&live_lock);
-  int ok = live_count < (int)(sizeof live / sizeof live[0]);
-  if (ok) live[live_count++] = comm;
-  pthread_mutex_unlock(&live_lock);
-  return ok;
-}
-
-static void live_remove(gc_comm_t comm) {
-  pthread_mutex_lock(&live_lock);
-  for (int i = 0; i < live_count; i++)
-    if (live[i] == comm) live[i] = live[--live_count];
-  pthread_mutex_unlock(&live_lock);
-}
-
-bool gc__comm_is_live(gc_comm_t comm) {
-  bool found = false;
-  pthread_mutex_lock(&live_lock);
-  for (int i = 0; i < live_count && !found; i++) found = live[i] == comm;
-  pthread_mutex_unlock(&live_lock);
-  return found;
-}
-
-gc_result_t gc__device_enter(gc_comm_t comm, int *prev) {
-  *prev = -1;
-  GC_CHECK(gc__comm_check(comm));
-  if (comm->device < 0) return GC_SUCCESS;
-  GC_CUDA_CHECK(comm, cudaGetDevice(prev));
-  if (*prev != comm->device) GC_CUDA_CHECK(comm, cudaSetDevice(comm->device));
-  return GC_SUCCESS;
-}
-
-void gc__device_leave(gc_comm_t comm, int prev) {
-  if (prev >= 0 && prev != comm->device) cudaSetDevice(prev);
-}
-
-gc_result_t gc__comm_check(gc_comm_t comm) {
-  if (comm == NULL) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "comm is NULL");
-  if (!gc__comm_is_live(comm))
-    return GC_FAIL(NULL, GC_ERR_INVALID_USAGE,
-                   "comm %p is not a live communicator (used after gc_comm_destroy?)", (void *)comm);
-  return GC_SUCCESS;
-}
-
-/* Whether a kill switch's value turns multicast off. NCCL reads NCCL_NVLS_ENABLE as an integer,
- * so whatever is not one (a word, an empty value) is its 0: off. The disabling switches of torch
- * and NVSHMEM also take words; only a clear 0, false, no or off leaves them on. A wrong guess here
- * can take the host's GPUs out of service, so every doubt reads as off. */
-bool gc__switch_says_off(const char *value, bool off_is_zero) {
-  int64_t n = 0;
-  const int number = gc__parse_int(value, &n);
-  if (off_is_zero) return !number || n == 0;
-  if (number) return n != 0;
-  static const char *const no[] = {"false", "no", "off"};
-  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-    if (strcasecmp(value, no[i]) == 0) return false;
-  return true;
-}
-
-bool gc__multicast_kill_switch(const char **which) {
-  static const struct { const char *name; bool off_is_zero; } switches[] = {
-      {"NCCL_NVLS_ENABLE", true},
-      {"TORCH_SYMM_MEM_DISABLE_MULTICAST", false},
-      {"NVSHMEM_DISABLE_NVLS", false},
-  };
-  for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
-    const char *v = getenv(switches[i].name);
-    if (v && gc__switch_says_off(v, switches[i].off_is_zero)) {
-      if (which) *which = switches[i].name;
-      return true;
-    }
-  }
-  return false;
-}
 
 static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
   comm->device = -1;
@@ -123,21 +39,6 @@ static gc_result_t select_device(gc_comm_t comm, const gc_config_t *cfg) {
   return GC_SUCCESS;
 }
 
-/* Freed communicators wait here before their memory goes back to malloc, so that a new one never
- * gets the address of any of the last GC_QUARANTINE destroyed: a handle used after destroy is then
- * not live (gc__comm_check) instead of naming the newer communicator. */
-#define GC_QUARANTINE 256
-static gc_comm_t quarantine[GC_QUARANTINE];
-static unsigned quarantine_next;
-
-static void quarantine_free(gc_comm_t comm) {
-  pthread_mutex_lock(&live_lock);
-  gc_comm_t oldest = quarantine[quarantine_next];
-  quarantine[quarantine_next] = comm;
-  quarantine_next = (quarantine_next + 1) % GC_QUARANTINE;
-  pthread_mutex_unlock(&live_lock);
-  free(oldest);
-}
 
 static void comm_free(gc_comm_t comm) {
   gc__owned_release_all(comm);
@@ -152,7 +53,7 @@ static void comm_free(gc_comm_t comm) {
   gc__boot_destroy(comm);
   free(comm->algo_table_text);
   free(comm->tuned);
-  quarantine_free(comm);
+  gc__comm_quarantine(comm);
 }
 
 /* What a rank sets up on its own: the parameters and its GPU. */
@@ -275,10 +176,10 @@ static gc_result_t comm_setup(gc_comm_t comm, MPI_Comm user, const gc_config_t *
   }
   GC_CHECK(gc__multimem_init(comm));
   r = gc__dispatch_describe(comm);
-  const int added = r == GC_SUCCESS && live_add(comm);
+  const int added = r == GC_SUCCESS && gc__live_add(comm);
   if (r == GC_SUCCESS && !added) r = GC_FAIL(NULL, GC_ERR_SYSTEM, "too many live communicators (64)");
   r = agree(comm, r, "to finish setting up the communicator");
-  if (r != GC_SUCCESS && added) live_remove(comm);
+  if (r != GC_SUCCESS && added) gc__live_remove(comm);
   GC_CHECK(r);
   GC_INFO(GC_SUB_INIT, "rank %d/%d local %d/%d nodes %d device %d cuda-aware %d p2p %d", comm->rank,
           comm->size, comm->local_rank, comm->local_size, comm->node_count, comm->device,
@@ -398,7 +299,7 @@ static gc_result_t comm_destroy(gc_comm_t comm) {
   char msg[sizeof comm->last_error];
   snprintf(msg, sizeof msg, "%s", r != GC_SUCCESS ? gc__message_body(comm->last_error) : "");
   const int kept = gc__boot_stranded(comm);
-  live_remove(comm);
+  gc__live_remove(comm);
   comm_free(comm);
   if (r == GC_SUCCESS) return GC_SUCCESS;
   return gc__fail(NULL, r, __FILE__, __LINE__, "gc_comm_destroy: %s; this rank's resources are freed%s", msg,
@@ -461,177 +362,6 @@ gc_result_t gc_comm_stream(gc_comm_t comm, void **out) {
 const char *gc_comm_algo_table(gc_comm_t comm) {
   if (gc__comm_check(comm) != GC_SUCCESS) return "";
   return comm->algo_table_text ? comm->algo_table_text : "";
-}
-
-gc_result_t gc__comm_health(gc_comm_t comm) {
-  if (comm->sticky != GC_SUCCESS)
-    return GC_FAIL(comm, comm->sticky, "the communicator failed earlier (%s); destroy it",
-                   gc_result_name(comm->sticky));
-  if (comm->tp.error_host && *(volatile uint32_t *)comm->tp.error_host) {
-    comm->sticky = GC_ERR_TIMEOUT;
-    return GC_FAIL(comm, GC_ERR_TIMEOUT,
-                   "a kernel waited more than %d ms (GC_TIMEOUT_MS) for a peer and gave up", comm->timeout_ms);
-  }
-  gc_comm_t groups[2] = {comm->node_group, comm->cross_group};
-  for (int g = 0; g < 2; g++)
-    if (groups[g] && gc__comm_health(groups[g]) != GC_SUCCESS) {
-      comm->sticky = groups[g]->sticky;
-      return GC_FAIL(comm, comm->sticky, "in a mixed operation's group: %s", gc__message_body(groups[g]->last_error));
-    }
-  return GC_SUCCESS;
-}
-
-/* The host's bound on a wait for a stream: twice the kernels' own, so a gpucoll kernel that gave
- * up on a peer (its clock starts when it starts waiting) is what gets reported. */
-static double stream_wait_bound_ms(gc_comm_t comm) { return 2.0 * comm->timeout_ms; }
-
-static double elapsed_ms(const struct timespec *t0) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) * 1e-6;
-}
-
-/* Polls query(handle) until it stops answering cudaErrorNotReady or bound_ms pass, and returns
- * its last answer: back to back for the first 50 ms (as a spinning cudaStreamSynchronize would;
- * gpucoll-bench -z times these waits), then with 100 us naps, 1 ms ones after a second. */
-static cudaError_t poll_bounded(cudaError_t (*query)(void *), void *handle, double bound_ms) {
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (;;) {
-    cudaError_t e = query(handle);
-    double ms = elapsed_ms(&t0);
-    if (e != cudaErrorNotReady || ms > bound_ms) return e;
-    if (ms > 50) {
-      struct timespec nap = {0, ms > 1000 ? 1000000L : 100000L};
-      nanosleep(&nap, NULL);
-    }
-  }
-}
-
-static gc_result_t bounded_wait(gc_comm_t comm, cudaError_t (*query)(void *), void *handle, const char *what) {
-  double bound = stream_wait_bound_ms(comm);
-  cudaError_t e = poll_bounded(query, handle, bound);
-  if (e == cudaSuccess) return GC_SUCCESS;
-  if (e != cudaErrorNotReady)
-    return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-  GC_CHECK(gc__comm_health(comm)); /* a gpucoll kernel gave up: that is the cause */
-  return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
-                 "%s: the stream's work did not finish within %.0f ms (twice GC_TIMEOUT_MS); work enqueued "
-                 "before gpucoll's (another library's kernel, say) may be stuck; the communicator stays "
-                 "usable once that work ends",
-                 what, bound);
-}
-
-static cudaError_t query_stream(void *s) { return cudaStreamQuery((cudaStream_t)s); }
-static cudaError_t query_event(void *ev) { return cudaEventQuery((cudaEvent_t)ev); }
-
-gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what) {
-  return bounded_wait(comm, query_stream, stream, what);
-}
-
-gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what) {
-  return bounded_wait(comm, query_event, event, what);
-}
-
-/* cudaDeviceSynchronize on a thread of its own, so that its caller can stop waiting: work on the
- * device that never ends (not gpucoll's) would hold the caller forever. Whichever of the two lets
- * go last frees it. */
-typedef struct {
-  int device;
-  cudaError_t result;
-  atomic_int done;
-  atomic_int holders;
-} device_sync_t;
-
-static void device_sync_let_go(device_sync_t *sync) {
-  if (atomic_fetch_sub(&sync->holders, 1) == 1) free(sync);
-}
-
-static void *device_sync_run(void *arg) {
-  device_sync_t *sync = arg;
-  cudaError_t e = cudaSetDevice(sync->device);
-  sync->result = e == cudaSuccess ? cudaDeviceSynchronize() : e;
-  atomic_store(&sync->done, 1);
-  device_sync_let_go(sync);
-  return NULL;
-}
-
-static cudaError_t query_device_sync(void *arg) {
-  device_sync_t *sync = arg;
-  return atomic_load(&sync->done) ? sync->result : cudaErrorNotReady;
-}
-
-/* A thread that waits for the device; 0 when none could be started. */
-static device_sync_t *device_sync_start(int device) {
-  device_sync_t *sync = calloc(1, sizeof *sync);
-  if (!sync) return NULL;
-  sync->device = device;
-  atomic_init(&sync->done, 0);
-  atomic_init(&sync->holders, 2);
-  pthread_attr_t attr;
-  pthread_t thread;
-  int started = 0;
-  if (pthread_attr_init(&attr) == 0) {
-    started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-              pthread_create(&thread, &attr, device_sync_run, sync) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  if (started) return sync;
-  free(sync);
-  return NULL;
-}
-
-gc_result_t gc__device_wait(gc_comm_t comm, const char *what) {
-  cudaError_t e;
-  device_sync_t *sync = device_sync_start(comm->device);
-  if (sync) {
-    e = poll_bounded(query_device_sync, sync, stream_wait_bound_ms(comm));
-    device_sync_let_go(sync);
-  } else {
-    e = cudaDeviceSynchronize(); /* no thread to spare (out of memory or threads): unbounded */
-  }
-  if (e == cudaErrorNotReady)
-    return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
-                   "%s: work on this rank's GPU did not finish within %.0f ms (twice GC_TIMEOUT_MS); work "
-                   "that is not gpucoll's (another library's kernel, say) may be stuck. Nothing was freed and "
-                   "the communicator stays usable: call it again once that work ends (on every rank if it is "
-                   "collective)",
-                   what, stream_wait_bound_ms(comm));
-  if (e != cudaSuccess)
-    return GC_FAIL(comm, GC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-  return GC_SUCCESS;
-}
-
-/* Before freeing what kernels of this rank or of its peers may still use: waits (bounded) until
- * this rank's device is idle, then agrees with every rank that each one's is, waiting for a late
- * one as long as its device wait could take. GC_ERR_STREAM_TIMEOUT whenever a device, this rank's
- * or a peer's, was not: the caller frees nothing and may be called again. Any other failure (a
- * peer missing) still leaves this rank's device idle, so freeing here is safe (gc_comm_destroy). */
-/* How long an agreement of quiesce waits for the other ranks: bound_ms, but at most
- * GC_FAILED_GRACE_MS once the communicator has failed: the other ranks failed too (they come as
- * soon as their own bounded waits end) or are gone, so a full second timeout would only delay. */
-#define GC_FAILED_GRACE_MS 500.0
-static double agree_bound_ms(gc_comm_t comm, double bound_ms) {
-  return comm->sticky == GC_SUCCESS || bound_ms < GC_FAILED_GRACE_MS ? bound_ms : GC_FAILED_GRACE_MS;
-}
-
-gc_result_t gc__quiesce(gc_comm_t comm, const char *what) {
-  /* First that every rank came, so that a missing one is found within GC_TIMEOUT_MS. */
-  int all = 1;
-  gc_result_t met = gc__boot_agree(comm, &all, agree_bound_ms(comm, comm->timeout_ms), what);
-  gc_result_t r = comm->device >= 0 ? gc__device_wait(comm, what) : GC_SUCCESS;
-  if (met != GC_SUCCESS) return r != GC_SUCCESS ? r : met;
-  all = r != GC_ERR_STREAM_TIMEOUT; /* this rank's device idle */
-  gc_result_t agreed =
-      gc__boot_agree(comm, &all, agree_bound_ms(comm, stream_wait_bound_ms(comm) + comm->timeout_ms), what);
-  if (r != GC_SUCCESS) return r;
-  if (agreed != GC_SUCCESS) return agreed;
-  if (!all)
-    return GC_FAIL(comm, GC_ERR_STREAM_TIMEOUT,
-                   "%s: work on another rank's GPU did not finish within %.0f ms (twice GC_TIMEOUT_MS). Nothing "
-                   "was freed and the communicator stays usable: call it again on every rank once that work ends",
-                   what, stream_wait_bound_ms(comm));
-  return GC_SUCCESS;
 }
 
 static gc_result_t synchronize(gc_comm_t comm, void *stream) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 #include "kernels.h"
 
 typedef gc__row_t row_t;

@@ -4,6 +4,7 @@
 #define GC_EXEC_H
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 #include "kernels.h"
 
 /* A call's buffers as peers see them: in[r], out[r] the input's and output's mapping on local

@@ -12,8 +12,6 @@
 
 #define GC_HIDDEN __attribute__((visibility("hidden")))
 
-#include "gc_plan.h"
-
 /* ---------------------------------------------------------------------------------------------
  * Parameters: every environment knob in one table, read once (params.c).
  * XX(ID, environment variable, default as text, one-line doc)
@@ -258,7 +256,7 @@ struct gc_comm {
 };
 
 /* Makes comm's GPU current for the length of one public call and restores the caller's after,
- * so a call works whatever device the calling thread has current. */
+ * so a call works whatever device the calling thread has current (waits.c). */
 GC_HIDDEN gc_result_t gc__device_enter(gc_comm_t comm, int *prev);
 GC_HIDDEN void gc__device_leave(gc_comm_t comm, int prev);
 #define GC_ON_DEVICE(comm, call)                               \
@@ -271,11 +269,16 @@ GC_HIDDEN void gc__device_leave(gc_comm_t comm, int prev);
     return gc_rr_;                                             \
   } while (0)
 
-/* Checks that comm is a live communicator (not NULL, not destroyed); records why not. */
+/* registry.c: checks that comm is a live communicator (not NULL, not destroyed); records why not. */
 GC_HIDDEN gc_result_t gc__comm_check(gc_comm_t comm);
 GC_HIDDEN bool gc__comm_is_live(gc_comm_t comm);
-/* GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout, here or
- * in one of its mixed operations' groups. */
+/* Enters comm into the registry (0 when it is full) / takes it out. */
+GC_HIDDEN int gc__live_add(gc_comm_t comm);
+GC_HIDDEN void gc__live_remove(gc_comm_t comm);
+/* Frees a destroyed communicator's struct once GC_QUARANTINE later ones have been freed. */
+GC_HIDDEN void gc__comm_quarantine(gc_comm_t comm);
+/* waits.c: GC_ERR_TIMEOUT (and the communicator marked failed) once a kernel recorded a timeout,
+ * here or in one of its mixed operations' groups. */
 GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
 /* Waits until the work enqueued on a stream (before an event) has finished, at most twice
  * comm->timeout_ms: then GC_ERR_STREAM_TIMEOUT (not sticky: gpucoll's own waits are bounded, so
@@ -284,7 +287,7 @@ GC_HIDDEN gc_result_t gc__comm_health(gc_comm_t comm);
  * ends cannot hang the caller. */
 GC_HIDDEN gc_result_t gc__stream_wait(gc_comm_t comm, void *stream, const char *what);
 GC_HIDDEN gc_result_t gc__event_wait(gc_comm_t comm, void *event, const char *what);
-/* This rank's device idle, bounded like a stream wait (comm.c): GC_ERR_STREAM_TIMEOUT when it
+/* This rank's device idle, bounded like a stream wait (waits.c): GC_ERR_STREAM_TIMEOUT when it
  * stayed busy. gc__quiesce: every rank's, agreed (collective). */
 GC_HIDDEN gc_result_t gc__device_wait(gc_comm_t comm, const char *what);
 GC_HIDDEN gc_result_t gc__quiesce(gc_comm_t comm, const char *what);
@@ -492,7 +495,7 @@ GC_HIDDEN gc__ptr_kind_t gc__ptr_kind(gc_comm_t comm, const void *ptr);
 /* Frees what gc_buffer_alloc made and gc_buffer_free did not (gc_comm_destroy, device idle). */
 GC_HIDDEN void gc__owned_release_all(gc_comm_t comm);
 
-/* Is a multicast kill switch set? Writes the variable's name (kept for the message). */
+/* killswitch.c: is a multicast kill switch set? Writes the variable's name (kept for the message). */
 GC_HIDDEN bool gc__multicast_kill_switch(const char **which);
 /* Whether one switch's value means "multicast off" (off_is_zero: NCCL_NVLS_ENABLE's sense). */
 GC_HIDDEN bool gc__switch_says_off(const char *value, bool off_is_zero);

@@ -622,6 +622,29 @@ gc_result_t gc__mpi_reducescatter(gc_comm_t comm, const void *send, void *recv,
 
 /* ---- data movement: all-gather and broadcast ------------------------------------------ */
 
+/* Round k of the all-gather into a staged device output: every rank's ck elements gathered
+ * into pinned chunk k % 2 behind this rank's own block, then n blocks of ck elements to their
+ * places, count elements apart in recv (one copy each: cudaMemcpy2D's pitch is limited, and
+ * count * isz may pass it). */
+static gc_result_t allgather_staged_round(gc_comm_t comm, evs_t *ev, const char *own, char *d, size_t k, size_t C,
+                                          size_t ck, size_t count, size_t isz, MPI_Datatype et,
+                                          cudaStream_t stream) {
+  gc_result_t rc = GC_SUCCESS;
+  int b = (int)(k % 2), n = comm->size;
+  size_t c0 = k * C;
+  char *all = (char *)comm->mpi_stage[b] + C * isz;
+  MPI_Request req;
+  if (k >= 2) CU_TRY(cudaEventSynchronize(ev->out[b])); /* round k-2's copy has left */
+  MPI_TRY(MPI_Iallgather(own, (int)ck, et, all, (int)ck, et, comm->mpi, &req));
+  RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Iallgather (staged)"));
+  for (int r = 0; r < n; r++)
+    CU_TRY(cudaMemcpyAsync(d + ((size_t)r * count + c0) * isz, all + (size_t)r * ck * isz,
+                           ck * isz, cudaMemcpyHostToDevice, stream));
+  CU_TRY(cudaEventRecord(ev->out[b], stream));
+out:
+  return rc;
+}
+
 gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, cudaStream_t stream) {
   GC_CHECK(same_mpi_call(comm, GC_CALL_MPI_ALLGATHER, count, dtype, GC_SUM, 0, NULL));
@@ -662,16 +685,7 @@ gc_result_t gc__mpi_allgather(gc_comm_t comm, const void *send, void *recv, size
       own = st;
     }
     if (!direct && recv_dev) {
-      char *all = st + C * isz;
-      if (k >= 2) CU_TRY(cudaEventSynchronize(ev.out[b])); /* round k-2's copy has left */
-      MPI_TRY(MPI_Iallgather(own, (int)ck, et, all, (int)ck, et, comm->mpi, &req));
-      RC_TRY(gc__boot_wait(comm, &req, "MPI path: MPI_Iallgather (staged)"));
-      /* n blocks of ck elements to their places, count elements apart in recv (one copy each:
-       * cudaMemcpy2D's pitch is limited, and count * isz may pass it) */
-      for (int r = 0; r < n; r++)
-        CU_TRY(cudaMemcpyAsync(d + ((size_t)r * count + c0) * isz, all + (size_t)r * ck * isz,
-                               ck * isz, cudaMemcpyHostToDevice, stream));
-      CU_TRY(cudaEventRecord(ev.out[b], stream));
+      RC_TRY(allgather_staged_round(comm, &ev, own, d, k, C, ck, count, isz, et, stream));
       continue;
     }
     /* recv is host memory (or device memory that CUDA-aware MPI writes itself) */
@@ -692,6 +706,25 @@ out:
   return rc;
 }
 
+/* The broadcast's first step: the root's send into its recv (bytes), after whatever produced
+ * send on `stream`. */
+static gc_result_t broadcast_root_copy(gc_comm_t comm, const void *send, void *recv, size_t bytes, int is_root,
+                                       int any_dev, cudaStream_t stream) {
+  gc_result_t rc = GC_SUCCESS;
+  if (any_dev) {
+    /* The producer first: a copy into pageable memory would wait for it inside the driver. */
+    RC_TRY(gc__stream_wait(comm, stream, "MPI path: the input's producer"));
+    if (is_root && send != recv) {
+      CU_TRY(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDefault, stream));
+      RC_TRY(gc__stream_wait(comm, stream, "MPI path: the root's copy"));
+    }
+  } else if (is_root && send != recv) {
+    memcpy(recv, send, bytes);
+  }
+out:
+  return rc;
+}
+
 gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count,
                               gc_dtype_t dtype, int root, cudaStream_t stream) {
   GC_CHECK(same_mpi_call(comm, GC_CALL_MPI_BROADCAST, count, dtype, GC_SUM, root, NULL));
@@ -709,18 +742,9 @@ gc_result_t gc__mpi_broadcast(gc_comm_t comm, const void *send, void *recv, size
   evs_t ev = {.made = 0};
   char *d = recv;
 
-  /* First the root's recv gets the data (after whatever produced send on `stream`); from then
-   * on recv is the source on the root and the destination elsewhere. */
-  if (any_dev) {
-    /* The producer first: a copy into pageable memory would wait for it inside the driver. */
-    RC_TRY(gc__stream_wait(comm, stream, "MPI path: the input's producer"));
-    if (is_root && send != recv) {
-      CU_TRY(cudaMemcpyAsync(recv, send, count * isz, cudaMemcpyDefault, stream));
-      RC_TRY(gc__stream_wait(comm, stream, "MPI path: the root's copy"));
-    }
-  } else if (is_root && send != recv) {
-    memcpy(recv, send, count * isz);
-  }
+  /* First the root's recv gets the data; from then on recv is the source on the root and the
+   * destination elsewhere. */
+  RC_TRY(broadcast_root_copy(comm, send, recv, count * isz, is_root, any_dev, stream));
   if (!direct) {
     RC_TRY(stage_reserve(comm, C * isz));
     RC_TRY(evs_make(comm, &ev));

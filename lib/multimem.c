@@ -194,100 +194,134 @@ static int no(gc_comm_t comm, const driver_t *d, CUresult e, const char *what) {
   snprintf(comm->mm.why, sizeof comm->mm.why, "%s failed: %s", what, text);
   return 0;
 }
-#define DRV(call, what) ((e = d.call) == CUDA_SUCCESS || no(comm, &d, e, what))
+#define DRV(call, what) ((e = d->call) == CUDA_SUCCESS || no(comm, d, e, what))
 
-gc_result_t gc__multimem_init(gc_comm_t comm) {
+/* 1 (and why in comm->mm.why) when this communicator takes no multicast object. The conditions
+ * are the same on every rank (p2p_ready and the size are agreed). */
+static int multimem_refused(gc_comm_t comm) {
   gc__multimem_t *mm = &comm->mm;
-  memset(mm, 0, sizeof *mm);
-  mm->fd = -1;
   if (gc__param_int(GC_PARAM_MULTIMEM) != 1) {
     snprintf(mm->why, sizeof mm->why, "GC_MULTIMEM is not 1");
-    return GC_SUCCESS;
+    return 1;
   }
   const char *which = NULL;
   if (gc__multicast_kill_switch(&which)) { /* never a multicast object where the operator forbids it */
     snprintf(mm->why, sizeof mm->why, "%s is set, the operator's NVLink multicast kill switch", which);
-    return GC_SUCCESS;
+    return 1;
   }
-  /* The conditions are the same on every rank (p2p_ready and the size are agreed). */
   if (comm->device < 0 || !comm->p2p_ready || comm->local_size < 2 || comm->cc_major < 9) {
     snprintf(mm->why, sizeof mm->why, "it needs 2+ peer-to-peer GPUs of compute capability 9.0 or newer");
-    return GC_SUCCESS;
+    return 1;
   }
-  driver_t d;
-  memset(&d, 0, sizeof d);
+  return 0;
+}
+
+/* The multicast object's properties (its size still 0) and this rank's allocation's. */
+static void multimem_props(gc_comm_t comm, CUmulticastObjectProp *mprop, CUmemAllocationProp *aprop) {
+  memset(mprop, 0, sizeof *mprop);
+  mprop->numDevices = (unsigned)comm->local_size;
+  mprop->handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  memset(aprop, 0, sizeof *aprop);
+  aprop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  aprop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  aprop->location.id = comm->device;
+  aprop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+/* The size (collective over the node): the staging area's, in whole granules of both the
+ * multicast object and cuMemCreate (the minimum granules: the recommended multicast one can be
+ * hundreds of MB). Every rank must use the same size: the largest granule of any rank decides
+ * (*g). Sets mm.bytes and mprop's size; *ok stays 1 only where every rank's granules are known. */
+static gc_result_t multimem_size(gc_comm_t comm, const driver_t *d, CUmulticastObjectProp *mprop,
+                                 const CUmemAllocationProp *aprop, double *g, int *ok) {
   CUresult e = CUDA_SUCCESS;
-  CUdevice dev = 0;
-  int ok = load_driver(&d, mm->why, sizeof mm->why), supported = 0;
-  ok = ok && DRV(DeviceGet(&dev, comm->device), "cuDeviceGet") &&
-       DRV(DeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev), "cuDeviceGetAttribute");
-  if (ok && !supported) ok = 0, snprintf(mm->why, sizeof mm->why, "GPU %d does not support multicast", comm->device);
-
-  /* The size: the staging area's, in whole granules of both the multicast object and cuMemCreate
-   * (the minimum granules: the recommended multicast one can be hundreds of MB). */
-  CUmulticastObjectProp mprop;
-  memset(&mprop, 0, sizeof mprop);
-  mprop.numDevices = (unsigned)comm->local_size;
-  mprop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  CUmemAllocationProp aprop;
-  memset(&aprop, 0, sizeof aprop);
-  aprop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  aprop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  aprop.location.id = comm->device;
-  aprop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t mgran = 0, agran = 0;
-  ok = ok && DRV(MulticastGetGranularity(&mgran, &mprop, CU_MULTICAST_GRANULARITY_MINIMUM), "cuMulticastGetGranularity") &&
-       DRV(MemGetAllocationGranularity(&agran, &aprop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
-  /* Every rank must use the same size: the largest granule of any rank decides. */
-  double g = ok ? (double)(mgran > agran ? mgran : agran) : 0;
-  GC_CHECK(gc__boot_local_min_int(comm, &ok));
-  GC_CHECK(gc__boot_max_double(comm, &g));
-  mm->bytes = ok ? gc__multimem_bytes(comm->tp.staging_bytes, (size_t)g, 1) : 0;
-  mprop.size = mm->bytes;
-  ok = ok && mm->bytes > 0;
+  *ok = *ok && DRV(MulticastGetGranularity(&mgran, mprop, CU_MULTICAST_GRANULARITY_MINIMUM), "cuMulticastGetGranularity") &&
+        DRV(MemGetAllocationGranularity(&agran, aprop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+  *g = *ok ? (double)(mgran > agran ? mgran : agran) : 0;
+  GC_CHECK(gc__boot_local_min_int(comm, ok));
+  GC_CHECK(gc__boot_max_double(comm, g));
+  comm->mm.bytes = *ok ? gc__multimem_bytes(comm->tp.staging_bytes, (size_t)*g, 1) : 0;
+  mprop->size = comm->mm.bytes;
+  *ok = *ok && comm->mm.bytes > 0;
+  return GC_SUCCESS;
+}
 
-  /* Local rank 0 makes the object; every rank gets it as a file descriptor. */
+/* Local rank 0 makes the object; every rank gets it as a file descriptor and adds its GPU, all
+ * GPUs before any memory is bound (collective over the node). */
+static gc_result_t multimem_share(gc_comm_t comm, const driver_t *d, CUdevice dev, const CUmulticastObjectProp *mprop,
+                                  int *ok) {
+  gc__multimem_t *mm = &comm->mm;
+  CUresult e = CUDA_SUCCESS;
   int fd = -1;
-  if (ok && comm->local_rank == 0) {
-    ok = DRV(MulticastCreate(&mm->mc_handle, &mprop), "cuMulticastCreate");
-    mm->have_mc = ok;
-    ok = ok && DRV(MemExportToShareableHandle(&fd, mm->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-                   "cuMemExportToShareableHandle");
+  if (*ok && comm->local_rank == 0) {
+    *ok = DRV(MulticastCreate(&mm->mc_handle, mprop), "cuMulticastCreate");
+    mm->have_mc = *ok;
+    *ok = *ok && DRV(MemExportToShareableHandle(&fd, mm->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                     "cuMemExportToShareableHandle");
   }
-  GC_CHECK(gc__boot_local_min_int(comm, &ok));
-  if (ok) {
+  GC_CHECK(gc__boot_local_min_int(comm, ok));
+  if (*ok) {
     gc_result_t r = gc__share_fd(comm, fd, &mm->fd);
-    if (r != GC_SUCCESS) ok = 0, snprintf(mm->why, sizeof mm->why, "%s", gc__message_body(comm->last_error));
+    if (r != GC_SUCCESS) *ok = 0, snprintf(mm->why, sizeof mm->why, "%s", gc__message_body(comm->last_error));
   }
   if (fd >= 0 && mm->fd != fd) close(fd); /* the root's, when it did not become mm->fd */
-  if (ok && comm->local_rank != 0) {
-    ok = DRV(MemImportFromShareableHandle(&mm->mc_handle, (void *)(uintptr_t)mm->fd,
-                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-             "cuMemImportFromShareableHandle");
-    mm->have_mc = ok;
+  if (*ok && comm->local_rank != 0) {
+    *ok = DRV(MemImportFromShareableHandle(&mm->mc_handle, (void *)(uintptr_t)mm->fd,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+              "cuMemImportFromShareableHandle");
+    mm->have_mc = *ok;
   }
-  ok = ok && DRV(MulticastAddDevice(mm->mc_handle, dev), "cuMulticastAddDevice");
-  GC_CHECK(gc__boot_local_min_int(comm, &ok)); /* every GPU added before any memory is bound */
+  *ok = *ok && DRV(MulticastAddDevice(mm->mc_handle, dev), "cuMulticastAddDevice");
+  GC_CHECK(gc__boot_local_min_int(comm, ok));
+  return GC_SUCCESS;
+}
 
-  /* This rank's memory, bound to the object, then both mappings. */
-  ok = ok && DRV(MemCreate(&mm->mem_handle, mm->bytes, &aprop, 0), "cuMemCreate");
-  mm->have_mem = ok;
-  ok = ok && DRV(MulticastBindMem(mm->mc_handle, 0, mm->mem_handle, 0, mm->bytes, 0), "cuMulticastBindMem");
-  mm->bound = ok;
+/* This rank's memory, bound to the object, then both mappings (uc its own memory, mc the
+ * multicast address), each reserved at alignment `align`; mm records what teardown must undo. */
+static void multimem_map(gc_comm_t comm, const driver_t *d, const CUmemAllocationProp *aprop, size_t align, int *ok) {
+  gc__multimem_t *mm = &comm->mm;
+  CUresult e = CUDA_SUCCESS;
+  *ok = *ok && DRV(MemCreate(&mm->mem_handle, mm->bytes, aprop, 0), "cuMemCreate");
+  mm->have_mem = *ok;
+  *ok = *ok && DRV(MulticastBindMem(mm->mc_handle, 0, mm->mem_handle, 0, mm->bytes, 0), "cuMulticastBindMem");
+  mm->bound = *ok;
   CUmemAccessDesc access;
   memset(&access, 0, sizeof access);
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = comm->device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CUdeviceptr uc = 0, mc = 0;
-  ok = ok && DRV(MemAddressReserve(&uc, mm->bytes, (size_t)g, 0, 0), "cuMemAddressReserve");
+  *ok = *ok && DRV(MemAddressReserve(&uc, mm->bytes, align, 0, 0), "cuMemAddressReserve");
   mm->uc = (void *)(uintptr_t)uc;
-  ok = ok && DRV(MemMap(uc, mm->bytes, 0, mm->mem_handle, 0), "cuMemMap") && (mm->uc_mapped = 1) &&
-       DRV(MemSetAccess(uc, mm->bytes, &access, 1), "cuMemSetAccess");
-  ok = ok && DRV(MemAddressReserve(&mc, mm->bytes, (size_t)g, 0, 0), "cuMemAddressReserve");
+  *ok = *ok && DRV(MemMap(uc, mm->bytes, 0, mm->mem_handle, 0), "cuMemMap") && (mm->uc_mapped = 1) &&
+        DRV(MemSetAccess(uc, mm->bytes, &access, 1), "cuMemSetAccess");
+  *ok = *ok && DRV(MemAddressReserve(&mc, mm->bytes, align, 0, 0), "cuMemAddressReserve");
   mm->mc = (void *)(uintptr_t)mc;
-  ok = ok && DRV(MemMap(mc, mm->bytes, 0, mm->mc_handle, 0), "cuMemMap (multicast)") && (mm->mc_mapped = 1) &&
-       DRV(MemSetAccess(mc, mm->bytes, &access, 1), "cuMemSetAccess (multicast)");
+  *ok = *ok && DRV(MemMap(mc, mm->bytes, 0, mm->mc_handle, 0), "cuMemMap (multicast)") && (mm->mc_mapped = 1) &&
+        DRV(MemSetAccess(mc, mm->bytes, &access, 1), "cuMemSetAccess (multicast)");
+}
+
+gc_result_t gc__multimem_init(gc_comm_t comm) {
+  gc__multimem_t *mm = &comm->mm;
+  memset(mm, 0, sizeof *mm);
+  mm->fd = -1;
+  if (multimem_refused(comm)) return GC_SUCCESS;
+  driver_t drv, *d = &drv;
+  memset(d, 0, sizeof *d);
+  CUresult e = CUDA_SUCCESS;
+  CUdevice dev = 0;
+  int ok = load_driver(d, mm->why, sizeof mm->why), supported = 0;
+  ok = ok && DRV(DeviceGet(&dev, comm->device), "cuDeviceGet") &&
+       DRV(DeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev), "cuDeviceGetAttribute");
+  if (ok && !supported) ok = 0, snprintf(mm->why, sizeof mm->why, "GPU %d does not support multicast", comm->device);
+  CUmulticastObjectProp mprop;
+  CUmemAllocationProp aprop;
+  multimem_props(comm, &mprop, &aprop);
+  double g = 0;
+  GC_CHECK(multimem_size(comm, d, &mprop, &aprop, &g, &ok));
+  GC_CHECK(multimem_share(comm, d, dev, &mprop, &ok));
+  multimem_map(comm, d, &aprop, (size_t)g, &ok);
   GC_CHECK(gc__boot_local_min_int(comm, &ok));
   if (!ok) {
     if (!mm->why[0]) snprintf(mm->why, sizeof mm->why, "another local rank failed to set it up");

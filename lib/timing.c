@@ -27,6 +27,24 @@ static gc_result_t time_host(gc_comm_t comm, gc_timed_fn fn, void *arg, int iter
   return GC_SUCCESS;
 }
 
+/* The iters calls captured into a graph on s (*g, *exec: what the caller destroys, set as far as
+ * they were made) and replayed once untimed: the first launch of a graph uploads it. */
+static gc_result_t capture(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaStream_t s, int iters, cudaGraph_t *g,
+                           cudaGraphExec_t *exec) {
+  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+  gc_result_t r = run_calls(fn, arg, s, iters);
+  e = cudaStreamEndCapture(s, g);
+  if (r != GC_SUCCESS) return r;
+  if (e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "gc_time: capture failed: %s", cudaGetErrorString(e));
+  e = cudaGraphInstantiate(exec, *g, 0);
+  if (e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaGraphInstantiate: %s", cudaGetErrorString(e));
+  e = cudaGraphLaunch(*exec, s);
+  if (e != cudaSuccess) return GC_FAIL(comm, GC_ERR_CUDA, "gc_time: graph warm-up: %s", cudaGetErrorString(e));
+  GC_CHECK(gc__stream_wait(comm, s, "gc_time: graph warm-up"));
+  return gc__comm_health(comm);
+}
+
 static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaStream_t s, int iters,
                                int graph, double *us) {
   cudaEvent_t start = NULL, stop = NULL;
@@ -39,33 +57,7 @@ static gc_result_t time_device(gc_comm_t comm, gc_timed_fn fn, void *arg, cudaSt
     r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaEventCreate: %s", cudaGetErrorString(e));
     goto destroy_events;
   }
-  if (graph) {
-    e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
-      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
-      goto destroy_events;
-    }
-    r = run_calls(fn, arg, s, iters);
-    e = cudaStreamEndCapture(s, &g);
-    if (r != GC_SUCCESS) goto destroy_graph;
-    if (e != cudaSuccess) {
-      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: capture failed: %s", cudaGetErrorString(e));
-      goto destroy_graph;
-    }
-    e = cudaGraphInstantiate(&exec, g, 0);
-    if (e != cudaSuccess) {
-      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: cudaGraphInstantiate: %s", cudaGetErrorString(e));
-      goto destroy_graph;
-    }
-    /* One untimed replay: the first launch of a graph uploads it. */
-    e = cudaGraphLaunch(exec, s);
-    if (e != cudaSuccess) {
-      r = GC_FAIL(comm, GC_ERR_CUDA, "gc_time: graph warm-up: %s", cudaGetErrorString(e));
-      goto destroy_graph;
-    }
-    if ((r = gc__stream_wait(comm, s, "gc_time: graph warm-up")) != GC_SUCCESS) goto destroy_graph;
-    if ((r = gc__comm_health(comm)) != GC_SUCCESS) goto destroy_graph;
-  }
+  if (graph && (r = capture(comm, fn, arg, s, iters, &g, &exec)) != GC_SUCCESS) goto destroy_graph;
   /* Line the ranks up so the slowest rank's figure is not inflated by a late start. */
   if ((r = gc__boot_barrier(comm)) != GC_SUCCESS) goto destroy_graph;
   e = cudaEventRecord(start, s);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gc_entry.h"
+#include "gc_plan.h"
 
 /* What can be tried per collective, the two-stage broadcast (GC_ALGO_TWOSHOT) among them: no
  * row of the built-in table takes it, so measurement is how it gets chosen. gc__tune_candidates

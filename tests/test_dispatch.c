@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gc_internal.h"
+#include "gc_plan.h"
 #include "gc_test.h"
 #include "kernels.h"
 

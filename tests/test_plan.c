@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include "gc_entry.h"
+#include "gc_plan.h"
 #include "gc_test.h"
 #include "kernels.h"
 

@@ -1,5 +1,6 @@
 /* gc_rng.h — the counter-based random pattern behind gc_fill_random, shared by the host, the
- * device fill kernel and the tests' float64 references, so all three agree on every value. */
+ * device fill kernel, the bench's and the tests' float64 references, so all agree on every value.
+ * Header-only and free of the library's private headers (the gpucoll_rng target). */
 #ifndef GC_RNG_H
 #define GC_RNG_H
 
