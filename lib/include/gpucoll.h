@@ -345,7 +345,7 @@ GC_API gc_result_t gc_allreduce_allgather(const void *sendbuf, void *recvbuf, si
  * floats) are written on every rank; they, like residual_out, must not overlap sendbuf or each
  * other. gamma has cols values of the input dtype. residual and residual_out are given on every
  * rank or on none; any pointer may sit at any alignment, not necessarily the same on every rank.
- * A struct of version 1 (without numerics) means GC_NORM_ROUNDED, as it always did.
+ * A struct of version 1 (one without the numerics field) means GC_NORM_ROUNDED.
  * options: algo (ONESHOT_LL: one fused kernel without barriers, every rank writing its rows into
  * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count (GC_NORM_MAX: and
  * a block's share of a row at most one 16-byte pack a thread, 512 a block); ONESHOT: one
