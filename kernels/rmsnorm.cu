@@ -438,23 +438,38 @@ __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_ka
   using Sum = SumByReads<T, Units<T, S>::VEC, S == Shape::FLAT>;
   pdl_begin(a.pdl);
   extern __shared__ uint4 shared_row[];  // READS: x of the block's share of a row, when m.x is NULL
-  const Sum sum{a, m.rows * m.cols};
   if (a.peers.nranks == 1) {  // LOCAL, or one rank: no peer reads our input, so no barriers
-    if (m.numerics == GC_KNORM_ROUNDED)
-      norm_rows<T, S, false>(a, m, sum, m.mode == GC_KNORM_READS && !m.x ? (T *)shared_row : nullptr);
-    else if (m.x_float)
-      norm_rows_max<T, S, false>(a, m, SumOfFloats<Units<T, S>::E, S == Shape::FLAT>{(const float *)a.in[0], m.rows * m.cols});
-    else
-      norm_rows_max<T, S, false>(a, m, sum);
+    norm_rows<T, S, false>(a, m, Sum{a, m.rows * m.cols}, m.mode == GC_KNORM_READS && !m.x ? (T *)shared_row : nullptr);
     return;
   }
   Sync sync(a.peers);
   const bool entered = sync.barrier();  // every input is in place on every rank
-  const bool ok = m.numerics == GC_KNORM_ROUNDED ? norm_rows<T, S, false>(a, m, sum, m.x ? nullptr : (T *)shared_row, entered)
-                                                 : norm_rows_max<T, S, false>(a, m, sum, entered);
-  if (!ok) return;
+  if (!norm_rows<T, S, false>(a, m, Sum{a, m.rows * m.cols}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
+}
+
+// LOCAL and READS under MAX (norm_rows_max; XF: LOCAL's x is float32). A kernel of its own, one
+// block an SM: in one kernel with ROUNDED's at two blocks an SM (64 registers) ptxas spills
+// 312-1744 bytes a thread, ROUNDED's path with it (0-176 alone); on its own at one block an SM it
+// takes 52-127 registers and spills none (sm_90, CUDA 13.0).
+template <typename T, Shape S, bool XF>
+__global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_max_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  pdl_begin(a.pdl);
+  if constexpr (XF) {
+    norm_rows_max<T, S, false>(a, m, SumOfFloats<Units<T, S>::E, S == Shape::FLAT>{(const float *)a.in[0], m.rows * m.cols});
+  } else {
+    const SumByReads<T, Units<T, S>::VEC, S == Shape::FLAT> sum{a, m.rows * m.cols};
+    if (a.peers.nranks == 1) {  // LOCAL, or one rank: no peer reads our input, so no barriers
+      norm_rows_max<T, S, false>(a, m, sum);
+      return;
+    }
+    Sync sync(a.peers);
+    const bool entered = sync.barrier();  // every input is in place on every rank
+    if (!norm_rows_max<T, S, false>(a, m, sum, entered)) return;
+    if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+    sync.done();
+  }
 }
 
 // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory,
@@ -619,6 +634,16 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_twoshot_kernel<T, Shape::PACKS>
                               : shape == Shape::FLAT ? rmsnorm_twoshot_kernel<T, Shape::FLAT>
                                                      : rmsnorm_twoshot_kernel<T, Shape::ELEMENTS>,
+                         a, m);
+  if (!rounded && m->x_float)
+    return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_max_kernel<T, Shape::PACKS, true>
+                              : shape == Shape::FLAT ? rmsnorm_max_kernel<T, Shape::FLAT, true>
+                                                     : rmsnorm_max_kernel<T, Shape::ELEMENTS, true>,
+                         a, m);
+  if (!rounded)
+    return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_max_kernel<T, Shape::PACKS, false>
+                              : shape == Shape::FLAT ? rmsnorm_max_kernel<T, Shape::FLAT, false>
+                                                     : rmsnorm_max_kernel<T, Shape::ELEMENTS, false>,
                          a, m);
   return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_fp8_kernel<T, Shape::PACKS>
                             : shape == Shape::FLAT ? rmsnorm_fp8_kernel<T, Shape::FLAT>
