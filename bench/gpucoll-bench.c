@@ -92,6 +92,7 @@ typedef struct options {
   size_t cols;  /* rmsnorm: elements per row */
   int residual; /* rmsnorm: add a residual and keep x in residual_out */
   int nccl_alone; /* rmsnorm --vs nccl: NCCL's all-reduce alone instead of the unfused pipeline */
+  gc_norm_numerics_t numerics; /* rmsnorm: --numerics (GC_NORM_MAX, the library's default) */
   const char *csv;
   const char *tune_file; /* --tuned: dispatch rows to load (gc_tune_load) */
   const char *autotune_file; /* --autotune: where the rows gc_autotune finds go (gc_tune_save) */
@@ -254,6 +255,8 @@ static void usage(FILE *f) {
           "  --nccl-baseline B      what --vs nccl times: unfused (NCCL's all-reduce, an RMSNorm\n"
           "                         kernel, a per-row FP8 quantization kernel; the default) or\n"
           "                         allreduce (NCCL's all-reduce alone)\n"
+          "  --numerics N           max (the float32 sum normalized, as Modular MAX; the default) or\n"
+          "                         rounded (the sum rounded to the input dtype first; gpucoll.h)\n"
           "Exit status: 0 all correct, 1 usage error or wrong results, 124 -T ran out.\n");
 }
 
@@ -388,7 +391,7 @@ static const char *check_args(const options_t *o, int cols_set, int baseline_set
     return "rmsnorm sums over the ranks (-o sum)";
   }
   if (o->coll != COLL_RMSNORM && (cols_set || o->residual || baseline_set))
-    return "--cols, --residual and --nccl-baseline apply to rmsnorm only";
+    return "--cols, --residual, --nccl-baseline and --numerics apply to rmsnorm only";
   if (o->tune_file && o->autotune_file) return "--tuned and --autotune exclude each other";
   if (o->autotune_file && (o->all_dtypes || !dtype_reducible[o->dtypes[0]]))
     return "--autotune times reductions too: -d must be one reducible type";
@@ -397,7 +400,7 @@ static const char *check_args(const options_t *o, int cols_set, int baseline_set
 }
 
 enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
-       OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS, OPT_WIRE, OPT_WIRE_GROUP };
+      OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS, OPT_WIRE, OPT_WIRE_GROUP, OPT_NUMERICS };
 
 static const struct option longopts[] = {
     {"minbytes", required_argument, 0, 'b'},     {"maxbytes", required_argument, 0, 'e'},
@@ -418,6 +421,7 @@ static const struct option longopts[] = {
     {"residual", no_argument, 0, OPT_RESIDUAL},  {"nccl-baseline", required_argument, 0, OPT_BASELINE},
     {"tuned", required_argument, 0, OPT_TUNE},   {"autotune", required_argument, 0, OPT_AUTOTUNE},
     {"wire", required_argument, 0, OPT_WIRE},    {"wire-group", required_argument, 0, OPT_WIRE_GROUP},
+    {"numerics", required_argument, 0, OPT_NUMERICS},
     {0, 0, 0, 0}};
 
 /* One flag and its value; returns the reason when the value is bad, else NULL. */
@@ -447,7 +451,12 @@ static const char *parse_flag(int c, const char *v, options_t *o, int *cols_set,
     case 'T': return parse_real(v, 0.0, 1e6, &o->timeout_s) ? "-T wants seconds from 0 to 1000000" : NULL;
     case OPT_COLL: return parse_coll(v, &o->coll) ? "unknown collective (" COLL_LIST ")" : NULL;
     case OPT_ALGO: return gc_algo_from_name(v, &o->algo) != GC_SUCCESS ? "unknown algorithm (see -h)" : NULL;
-    case OPT_MAX_BLOCKS: return parse_int(v, 0, &o->max_blocks) ? "--max-blocks wants an integer >= 0" : NULL;
+    case OPT_MAX_BLOCKS:
+      return parse_int(v, 0, &o->max_blocks) || o->max_blocks > 256 ? "--max-blocks wants 0 to 256 (the kernels' most)"
+                                                                     : NULL;
+    case OPT_NUMERICS:
+      *baseline_set = 1; /* rmsnorm only, as --nccl-baseline */
+      return gc_norm_numerics_from_name(v, &o->numerics) != GC_SUCCESS ? "--numerics is max or rounded" : NULL;
     case OPT_VS: o->vs_nccl = 1; return strcmp(v, "nccl") ? "--vs knows only nccl" : NULL;
     case OPT_CSV: o->csv = v; return NULL;
     case OPT_WIRE: return gc_wire_from_name(v, &o->wire) != GC_SUCCESS ? "--wire is native, fp8 or bf16" : NULL;
@@ -703,17 +712,19 @@ static void native_errors(bench_t *b, const check_ctx_t *c, const unsigned char 
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The rmsnorm reference: per row, in float64 from every rank's pattern,
- *   x = dtype(sum over ranks in rank order + residual),  r = 1 / sqrt(mean(x^2) + epsilon),
- *   y = x * r * (gamma + weight_offset),  scale = max(amax(y) / FP8_MAX, 1 / (FP8_MAX * 512)),
- * with the scale bound as the library applies it. An fp8 element is wrong when out * scale (the
- * GPU's scale) misses y by more than the fp8 rounding (half an ulp, relative) plus twice the
- * subnormal spacing at the reference scale; a row's scale when it is off by more than 1e-3 of
- * itself; a residual_out element like an all-reduce element of n + 1 addends.
+ * The rmsnorm reference: per row, in float64 from every rank's pattern, with
+ *   f = sum over ranks + residual,  x = dtype(f),  v = f (numerics max) or x (rounded),
+ *   r = 1 / sqrt(mean(v^2) + epsilon),  y = v * r * (gamma + weight_offset),
+ *   scale = amax(y) / FP8_MAX (max: at most scale_ub / FP8_MAX when bounded) or
+ *           max(amax(y) / FP8_MAX, 1 / (FP8_MAX * 512)) (rounded: then at most scale_ub),
+ * the formulas of gpucoll.h. An fp8 element is wrong when out * scale (the GPU's scale) misses y
+ * by more than the fp8 rounding (half an ulp, relative) plus twice the subnormal spacing at the
+ * reference scale; a row's scale when it is off by more than 1e-3 of itself; a residual_out
+ * element like an all-reduce element of n + 1 addends.
  * The unfused baseline (--vs nccl) is checked by the same rules, from its own all-reduce's
- * output (x = dtype(sum + residual), as its kernel forms it; the sum is checked as an all-reduce)
- * and allowing for its y rounded to the dtype: half an ulp more on each scale, twice that on
- * each fp8 value.
+ * output: it normalizes x = dtype(sum + residual), as its kernel forms it (the sum is checked as
+ * an all-reduce), and scales as max does (unfused_norm.h), allowing for its y rounded to the
+ * dtype: half an ulp more on each scale, twice that on each fp8 value.
  * ------------------------------------------------------------------------------------------- */
 /* The fp8 type's largest finite value, its worst relative rounding (half an ulp) and the spacing
  * of its subnormals. */
@@ -735,6 +746,8 @@ typedef struct rms_check {
   const float *scales;
   const unsigned char *sum; /* the unfused baseline's all-reduce output (host copy), else NULL */
   double y_round;           /* relative rounding of an intermediate y: 0 when fused */
+  int float_sum;            /* v is f, not rounded to the dtype (max's fused kernels) */
+  int scale_floor;          /* rounded's scale: a floor, and scale_ub bounds the scale */
   check_ctx_t ranks; /* the rank seeds */
 } rms_check_t;
 
@@ -745,9 +758,10 @@ static double round_to(gc_dtype_t dt, double v) {
 }
 
 /* The wrong values of one row (fp8 elements, its scale, residual_out elements); prints them while
- * *shown < 4 (shown NULL: silently). x is scratch for cols values. */
+ * *shown < 4 (shown NULL: silently). x is scratch for 2 x cols values. */
 static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int *shown,
                                const char *what) {
+  double *const v = x + c->cols;
   const size_t cols = c->cols, base = row * cols;
   const int n = c->nranks;
   long long wrong = 0;
@@ -760,16 +774,22 @@ static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int 
       for (int r = 0; r < n; r++) acc += gc__random_value(ctx_seed(&c->ranks, r), base + j, c->dt);
     if (c->residual) acc += gc__random_value(c->residual_seed, base + j, c->dt);
     x[j] = round_to(c->dt, acc);
-    ss += x[j] * x[j];
+    v[j] = c->float_sum ? acc : x[j];
+    ss += v[j] * v[j];
   }
   const double rinv = 1.0 / sqrt(ss / (double)cols + (double)c->norm.epsilon);
   double amax = 0.0;
   for (size_t j = 0; j < cols; j++) {
     double g = gc__random_value(c->gamma_seed, j, c->dt) + c->norm.weight_offset;
-    amax = fmax(amax, fabs(x[j] * rinv * g));
+    amax = fmax(amax, fabs(v[j] * rinv * g));
   }
-  double scale_ref = fmax(amax / c->fp8_max, 1.0 / (c->fp8_max * 512.0));
-  if (c->norm.scale_ub > 0.0f) scale_ref = fmin(scale_ref, (double)c->norm.scale_ub);
+  double scale_ref = amax / c->fp8_max;
+  if (c->scale_floor) {
+    scale_ref = fmax(scale_ref, 1.0 / (c->fp8_max * 512.0));
+    if (c->norm.scale_ub > 0.0f) scale_ref = fmin(scale_ref, (double)c->norm.scale_ub);
+  } else if (c->norm.scale_ub > 0.0f) {
+    scale_ref = fmin(amax, (double)c->norm.scale_ub) / c->fp8_max;
+  }
   const double scale = c->scales[row];
   if (!(fabs(scale - scale_ref) <= (1e-3 + c->y_round) * scale_ref)) {
     wrong++;
@@ -779,7 +799,7 @@ static long long rms_check_row(const rms_check_t *c, size_t row, double *x, int 
   }
   const double floor_tol = 2.0 * scale_ref * c->fp8_tiny, eps = dtype_eps(c->dt);
   for (size_t j = 0; j < cols; j++) {
-    double y = x[j] * rinv * (gc__random_value(c->gamma_seed, j, c->dt) + c->norm.weight_offset);
+    double y = v[j] * rinv * (gc__random_value(c->gamma_seed, j, c->dt) + c->norm.weight_offset);
     double q = gc_element_get(c->out, base + j, c->norm.out_dtype), got = q * scale;
     double tol = (c->fp8_rel + 2.0 * c->y_round) * fabs(y) + floor_tol;
     if (!(fabs(got - y) <= tol)) {
@@ -807,15 +827,15 @@ static long long compare_rmsnorm(const rms_check_t *c, size_t rows, const char *
   long long wrong = 0;
 #pragma omp parallel reduction(+ : wrong)
   {
-    double *x = malloc(c->cols * sizeof *x);
-    if (!x) die("out of host memory (%zu bytes)", c->cols * sizeof *x);
+    double *x = malloc(2 * c->cols * sizeof *x);
+    if (!x) die("out of host memory (%zu bytes)", 2 * c->cols * sizeof *x);
 #pragma omp for schedule(static)
     for (size_t row = 0; row < rows; row++) wrong += rms_check_row(c, row, x, NULL, what);
     free(x);
   }
   if (wrong) {
-    double *x = malloc(c->cols * sizeof *x);
-    if (!x) die("out of host memory (%zu bytes)", c->cols * sizeof *x);
+    double *x = malloc(2 * c->cols * sizeof *x);
+    if (!x) die("out of host memory (%zu bytes)", 2 * c->cols * sizeof *x);
     int shown = 0;
     for (size_t row = 0; row < rows && shown < 4; row++) rms_check_row(c, row, x, &shown, what);
     free(x);
@@ -1024,6 +1044,7 @@ static gc_rmsnorm_fp8_t rms_norm(const bench_t *b, const void *residual, void *r
   norm.gamma = b->gamma;
   norm.epsilon = 1e-6f;
   norm.out_dtype = GC_FP8_E4M3;
+  norm.numerics = b->o.numerics;
   if (b->o.residual) {
     norm.residual = residual;
     norm.residual_out = residual_out;
@@ -1263,7 +1284,9 @@ static long long check_one(bench_t *b, int lib, int placement) {
                       .nranks = b->nranks, .residual = o->residual, .gamma_seed = gamma_seed(b),
                       .residual_seed = residual_seed(b), .out = b->host,
                       .scales = (const float *)(b->host + b->rms.scales_at), .ranks = c,
-                      .sum = nccl_sum, .y_round = nccl_sum ? dtype_eps(o->dtype) / 2.0 : 0.0};
+                      .sum = nccl_sum, .y_round = nccl_sum ? dtype_eps(o->dtype) / 2.0 : 0.0,
+                      .float_sum = !nccl_sum && norm.numerics == GC_NORM_MAX,
+                      .scale_floor = !nccl_sum && norm.numerics == GC_NORM_ROUNDED};
     fp8_limits(norm.out_dtype, &rc.fp8_max, &rc.fp8_rel, &rc.fp8_tiny);
     if (o->residual) rc.residual_out = b->host + b->rms.residual_out_at;
     wrong += compare_rmsnorm(&rc, b->rms.rows, what);

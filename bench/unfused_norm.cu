@@ -115,9 +115,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #pragma unroll
     for (int k = 0; k < V; k++) amax = fmaxf(amax, fabsf(to_float(p.v[k])));
   }
-  const float scale = fmaxf(block_reduce(amax, Max()) / kFp8Max, 1.0f / (kFp8Max * 512.0f));
+  // the library's default (GC_NORM_MAX, Modular MAX's): no floor; a row of zeros gets scale 0
+  const float scale = block_reduce(amax, Max()) / kFp8Max;
   if (threadIdx.x == 0) scales[blockIdx.x] = scale;
-  const float inv_scale = 1.0f / scale;  // a multiply per element, not a division
+  const float inv_scale = scale == 0.0f ? 0.0f : 1.0f / scale;  // a multiply per element, not a division
   for (size_t j = threadIdx.x * V; j < cols; j += step) {
     const Pack<T, V> p = *reinterpret_cast<const Pack<T, V> *>(y + base + j);
     Pack<__nv_fp8_storage_t, V> q;

@@ -171,6 +171,10 @@ int gc_kernel_reducescatter_multimem(const gc_kargs_t *a, cudaStream_t stream);
  *          (kept in shared memory) is at most GC_KNORM_SHARED_ROW bytes. */
 #define GC_KNORM_SHARED_ROW 49152
 typedef enum { GC_KNORM_LOCAL = 0, GC_KNORM_READS = 1, GC_KNORM_LL = 2, GC_KNORM_TWOSHOT = 3 } gc_knorm_mode_t;
+/* MAX: the float sum is normalized and scale_ub bounds the row maximum (no x is read back: a
+ * thread's packs after its first are summed again, so LL takes one pack a thread); ROUNDED: x,
+ * rounded to the input dtype, is normalized and scale_ub bounds the scale (gpucoll.h). */
+typedef enum { GC_KNORM_MAX = 0, GC_KNORM_ROUNDED = 1 } gc_knorm_numerics_t;
 typedef struct gc_knorm {
   size_t rows, cols;
   const void *gamma;    /* cols values of the input dtype */
@@ -181,6 +185,8 @@ typedef struct gc_knorm {
   float *scales;        /* rows */
   int out_dtype;
   gc_knorm_mode_t mode;
+  gc_knorm_numerics_t numerics;
+  int x_float;          /* LOCAL: a->in[0] holds x as float32 whatever the input dtype (MAX) */
   size_t pub_scales;    /* TWOSHOT: bytes from a->pub[q] to rank q's scales */
   int parts;            /* blocks per row, a thread-block cluster (compute capability 9.0+) when
                            more than 1; a->blocks is a multiple of it */

@@ -1,11 +1,17 @@
 // rmsnorm.cu — all-reduce + RMSNorm + FP8 quantization, a row per block (or per cluster of
-// blocks) at a time. Pass 1 reduces the row over every rank's input in rank order (read from peers
-// after a barrier, as the one-shot all-reduce does, or taken from the LL area as the LL all-reduce
-// does), rounds it to the input dtype (x), keeps x where it reads it back, and sums x^2 and finds
-// the largest |x * w| (w = gamma + weight_offset) in one go: both are combined at once, which
-// gives r and the row's scale (r * that maximum / FP8_MAX). Pass 2 writes the quantized row. Every
-// float step is rounded on its own (no FMA contraction) and sums and maxima go in a fixed order,
-// so every rank computes the same bits.
+// blocks) at a time, in the two numerics of gpucoll.h (lib/rmsnorm.c's host loop states the same
+// formulas). Pass 1 reduces the row over every rank's input in rank order (read from peers after
+// a barrier, as the one-shot all-reduce does, or taken from the LL area as the LL all-reduce
+// does), plus the residual, in float: f.
+//   MAX (norm_rows_max): r = 1 / sqrt(sum f^2 / cols + epsilon) from pass 1; pass 2 finds
+//   m = max |(f * r) * w| (w = gamma + weight_offset), at most scale_ub, and scale = m / FP8_MAX;
+//   pass 3 writes fp8(((f * r) * w) * (1 / scale)) (0 where the scale is 0) and x = dtype(f).
+//   A thread's first pack of f stays in registers; its further packs are summed again.
+//   ROUNDED (norm_rows): x = dtype(f), kept where it is read back; pass 1 sums x^2 and finds
+//   the largest |x * w| in one go, combined at once, which gives r and the scale (r * that
+//   maximum / FP8_MAX, at least 1 / (FP8_MAX * 512), at most scale_ub); pass 2 writes the row.
+// Every float step is rounded on its own (no FMA contraction) and sums and maxima go in a fixed
+// order, so every rank computes the same bits.
 #include <cooperative_groups.h>
 
 #include <type_traits>
@@ -245,6 +251,118 @@ __device__ bool norm_rows(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at
   return true;
 }
 
+// The MAX numerics (gpucoll.h) of the block's rows: f = sum_at (the row summed over the ranks in
+// rank order, false when a wait ran out: CAN_FAIL) plus the residual, in float, never rounded
+// before it is normalized. Three passes over a thread's packs: f^2 summed (then r), the largest
+// |(f * r) * w| (then the scale), the quantized row with x = dtype(f) stored at m.x. The first pack
+// stays in registers; the others are summed again by sum_at, the same loads in the same order
+// (the same bits), so x is stored only in the last pass, after every read of the residual it may
+// overwrite (in place: each pack read and stored by one thread). LL data is taken once: its
+// kernel runs with one pack a thread at most (launch). Failure and `entered` as norm_rows.
+template <typename T, Shape S, bool CAN_FAIL, typename SumAt>
+__device__ bool norm_rows_max(const gc_kargs_t &a, const gc_knorm_t &m, SumAt sum_at, bool entered = true) {
+  using U = Units<T, S>;
+  using P = typename U::P;
+  constexpr int E = U::E;
+  const float fp8_max = m.out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f;
+  const int parts = m.parts, part = (int)blockIdx.x % parts;
+  const T *gamma = (const T *)m.gamma;
+  auto weight = [&](const P &g, int e) { return __fadd_rn(to_acc<float>(g.v[e]), m.weight_offset); };
+  size_t k0, kn;
+  slice_of(U(0, m.cols).count(), parts, part, &k0, &kn);
+  unsigned round = 0;
+  if (parts > 1 && blockIdx.x / parts < m.rows) cluster_arrive();  // the cluster has rows to reduce
+  for (size_t row = blockIdx.x / parts; row < m.rows; row += gridDim.x / parts) {
+    const size_t base = row * m.cols;
+    const U u(base, m.cols);
+    if constexpr (S == Shape::FLAT) slice_of(u.count(), parts, part, &k0, &kn);
+    const size_t k1 = k0 + kn, kf = k0 + threadIdx.x;
+    const T *const res_row = m.residual ? (const T *)m.residual + base : nullptr;
+    auto f_at = [&](size_t k, float(&f)[E]) {  // f of pack k
+      if (!sum_at(base - u.lead + k * E, f)) return false;
+      if (res_row) {
+        P res;
+        u.load(res, res_row, k);
+#pragma unroll
+        for (int e = 0; e < E; e++) f[e] = __fadd_rn(f[e], to_acc<float>(res.v[e]));
+      }
+      return true;
+    };
+    P g_first;
+    float f_first[E];
+    if (kf < k1) u.load(g_first, gamma, kf);
+    // f of pack k (the first from registers) and its weights
+    auto pack_at = [&](size_t k, float(&f)[E], P &g) {
+      g = g_first;
+      if (k == kf) {
+#pragma unroll
+        for (int e = 0; e < E; e++) f[e] = f_first[e];
+        return;
+      }
+      f_at(k, f);
+      u.load(g, gamma, k);
+    };
+    // 1. the sum of f^2 over the row: r
+    SumMax acc_row = {0.0f, 0.0f};
+    bool failed = !entered;
+    for (size_t k = kf; !failed && k < k1; k += blockDim.x) {
+      float f[E];
+      if (!f_at(k, f) && CAN_FAIL) {
+        failed = true;
+        break;
+      }
+#pragma unroll
+      for (int e = 0; e < E; e++) {
+        if (u.has(k, e)) acc_row.sum = __fadd_rn(acc_row.sum, __fmul_rn(f[e], f[e]));
+        if (k == kf) f_first[e] = f[e];
+      }
+    }
+    if (CAN_FAIL) failed = __syncthreads_or(failed);
+    if (!failed) acc_row = block_reduce(acc_row);
+    acc_row = cluster_reduce(acc_row, parts, part, round++, failed);
+    if (failed) return false;
+    const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(acc_row.sum, (float)m.cols), m.epsilon)));
+    // 2. the row's largest |y| = |(f * r) * w|, at most scale_ub: the scale
+    SumMax top = {0.0f, 0.0f};
+    for (size_t k = kf; k < k1; k += blockDim.x) {
+      float f[E];
+      P g;
+      pack_at(k, f, g);
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        if (u.has(k, e)) top.most = fmaxf(top.most, fabsf(__fmul_rn(__fmul_rn(f[e], r), weight(g, e))));
+    }
+    top = block_reduce(top);
+    bool none_failed = false;
+    top = cluster_reduce(top, parts, part, round++, none_failed);
+    const float bounded = m.scale_ub > 0.0f ? fminf(top.most, m.scale_ub) : top.most;
+    const float scale = __fdiv_rn(bounded, fp8_max);
+    if (threadIdx.x == 0 && part == 0) m.scales[row] = scale;
+    const float inv_scale = scale == 0.0f ? 0.0f : __fdiv_rn(1.0f, scale);
+    // 3. the quantized row, y times the scale's reciprocal, and x = dtype(f) at m.x
+    T *const keep = m.x ? (T *)m.x + base : nullptr;
+    auto quantize = [&](auto format) {
+      for (size_t k = kf; k < k1; k += blockDim.x) {
+        float f[E], y[E];
+        P g, x;
+        pack_at(k, f, g);
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+          y[e] = __fmul_rn(__fmul_rn(__fmul_rn(f[e], r), weight(g, e)), inv_scale);
+          x.v[e] = from_acc<T>(f[e]);
+        }
+        unsigned char q[E];
+        to_fp8<decltype(format)::value>(y, q);
+        u.put((unsigned char *)m.out + base, k, q);
+        if (keep) u.store(keep, k, x);
+      }
+    };
+    if (m.out_dtype == GC_FP8_E4M3) quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E4M3>{});
+    else quantize(std::integral_constant<__nv_fp8_interpretation_t, __NV_E5M2>{});
+  }
+  return true;
+}
+
 // Pass 1's source by reads: pack `el` of every rank's input (k.in[]) summed in rank order. The
 // loads go four ranks at a time (reduce_at issues all eight slots' at once): fewer registers.
 // TAIL (FLAT): a pack reaching past the inputs' `count` elements, the last row's last, is read
@@ -280,6 +398,35 @@ struct SumByReads {
   }
 };
 
+// LOCAL's source under MAX over half inputs: x summed already, as float32 (lib/rmsnorm.c's
+// all-reduce into a float32 temporary on 16-byte boundaries), E values from element `el` (a
+// multiple of E), 16 bytes at a time where E allows. TAIL: zeros past the input's `count`.
+template <int E, bool TAIL>
+struct SumOfFloats {
+  const float *in;
+  size_t count;
+  __device__ bool operator()(size_t el, float (&acc)[E]) const {
+    if constexpr (E % 4 == 0) {
+      if (!TAIL || el + E <= count) {
+#pragma unroll
+        for (int q = 0; q < E / 4; q++) {
+          const float4 v = *(const float4 *)(in + el + 4 * q);
+          acc[4 * q] = v.x;
+          acc[4 * q + 1] = v.y;
+          acc[4 * q + 2] = v.z;
+          acc[4 * q + 3] = v.w;
+        }
+        return true;
+      }
+    }
+    if constexpr (E % 4 != 0 || TAIL) {  // element by element: odd packs, or a pack past the end
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = !TAIL || el + e < count ? in[el + e] : 0.0f;
+    }
+    return true;
+  }
+};
+
 // LOCAL and READS (kernels.h). Two blocks an SM (at most 64 registers a thread, a few spilled):
 // one block's loads overlap the other's reductions and quantizing, and the grid (up to the 256
 // signal rows) is resident at once. 2 x H200, bf16, 8192 cols with residual, forced one-shot, us,
@@ -300,6 +447,29 @@ __global__ void __launch_bounds__(GC_KTHREADS, 2) rmsnorm_fp8_kernel(const gc_ka
   if (!norm_rows<T, S, false>(a, m, Sum{a, m.rows * m.cols}, m.x ? nullptr : (T *)shared_row, entered)) return;
   if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
   sync.done();
+}
+
+// LOCAL and READS under MAX (norm_rows_max; XF: LOCAL's x is float32). A kernel of its own, one
+// block an SM: in one kernel with ROUNDED's at two blocks an SM (64 registers) ptxas spills
+// 312-1744 bytes a thread, ROUNDED's path with it (0-176 alone); on its own at one block an SM it
+// takes 52-127 registers and spills none (sm_90, CUDA 13.0).
+template <typename T, Shape S, bool XF>
+__global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_max_kernel(const gc_kargs_t a, const gc_knorm_t m) {
+  pdl_begin(a.pdl);
+  if constexpr (XF) {
+    norm_rows_max<T, S, false>(a, m, SumOfFloats<Units<T, S>::E, S == Shape::FLAT>{(const float *)a.in[0], m.rows * m.cols});
+  } else {
+    const SumByReads<T, Units<T, S>::VEC, S == Shape::FLAT> sum{a, m.rows * m.cols};
+    if (a.peers.nranks == 1) {  // LOCAL, or one rank: no peer reads our input, so no barriers
+      norm_rows_max<T, S, false>(a, m, sum);
+      return;
+    }
+    Sync sync(a.peers);
+    const bool entered = sync.barrier();  // every input is in place on every rank
+    if (!norm_rows_max<T, S, false>(a, m, sum, entered)) return;
+    if (!sync.barrier()) return;  // no rank leaves while a peer may still read its input
+    sync.done();
+  }
 }
 
 // TWOSHOT: this rank's rows (gc_partition's split) into its publish area, x in shared memory,
@@ -331,7 +501,10 @@ __global__ void __launch_bounds__(GC_KTHREADS, 1) rmsnorm_twoshot_kernel(const g
   mine.x = nullptr;
   mine.out = a.pub[me];
   mine.scales = (float *)((char *)a.pub[me] + m.pub_scales);
-  if (!norm_rows<T, S, false>(own, mine, SumByReads<T, VEC>{own, rn * m.cols}, (T *)shared_row, entered)) return;
+  const SumByReads<T, VEC> sum{own, rn * m.cols};
+  const bool ok = m.numerics == GC_KNORM_ROUNDED ? norm_rows<T, S, false>(own, mine, sum, (T *)shared_row, entered)
+                                                 : norm_rows_max<T, S, false>(own, mine, sum, entered);
+  if (!ok) return;
   // Every owner's fp8 rows and scales, from its publish area into our outputs. The barrier is
   // per block, so a block copies exactly what its counterparts wrote: the same rows of every
   // owner's share, the same part of each row (norm_rows' split).
@@ -381,15 +554,14 @@ __global__ void GC_LAUNCH_BOUNDS rmsnorm_ll_kernel(const gc_kargs_t a, const gc_
   unsigned char *mine = a.peers.ll[me] + c.gen;
   extern __shared__ uint4 shared_row[];  // x of the block's row when m.x is NULL
   Deadline d;
-  const bool ok = norm_rows<T, S, true>(
-      a, m,
-      [&](size_t el, float(&acc)[E]) {
-        uint4 v[GC_MAX_LOCAL_RANKS];
-        if (!ll_take(mine + el * sizeof(T), bytes, n, sizeof(T), v, d, a.peers)) return false;
-        reduce_packs<T, float, OPK_SUM>(v, n, GC_SUM, acc);
-        return true;
-      },
-      m.x ? nullptr : (T *)shared_row);
+  auto take = [&](size_t el, float(&acc)[E]) {
+    uint4 v[GC_MAX_LOCAL_RANKS];
+    if (!ll_take(mine + el * sizeof(T), bytes, n, sizeof(T), v, d, a.peers)) return false;
+    reduce_packs<T, float, OPK_SUM>(v, n, GC_SUM, acc);
+    return true;
+  };
+  const bool ok = m.numerics == GC_KNORM_ROUNDED ? norm_rows<T, S, true>(a, m, take, m.x ? nullptr : (T *)shared_row)
+                                                 : norm_rows_max<T, S, true>(a, m, take);
   ll_finish(a.peers, c.call, !ok);
 }
 
@@ -425,9 +597,12 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     attr[1].val.clusterDim.y = attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
+  const bool rounded = m->numerics == GC_KNORM_ROUNDED;
   if (m->mode == GC_KNORM_LL) {
-    if (!whole_packs || (!m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
-    cfg.dynamicSmemBytes = m->x ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
+    if (!whole_packs || (rounded && !m->x && m->cols * sizeof(T) > GC_KNORM_SHARED_ROW)) return cudaErrorInvalidValue;
+    // MAX: one pack a thread, in registers (LL data cannot be taken twice)
+    if (!rounded && (m->cols / E + m->parts - 1) / m->parts > cfg.blockDim.x) return cudaErrorInvalidValue;
+    cfg.dynamicSmemBytes = m->x || !rounded ? 0 : (m->cols / E + m->parts - 1) / m->parts * 16;  // the block's share
     return launch_kernel(cfg, packs ? rmsnorm_ll_kernel<T, Shape::PACKS> : rmsnorm_ll_kernel<T, Shape::FLAT>, a, m);
   }
   bool inputs16 = true;
@@ -436,7 +611,7 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
   // rows are not whole packs; whole-pack rows need what PACKS needs, so a rank whose gamma or
   // residual alone is off 16 bytes takes FLAT where its peers take PACKS, the same split and
   // order, even for a row that fills GC_KNORM_SHARED_ROW)
-  const bool x_shared = m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x);
+  const bool x_shared = rounded && (m->mode == GC_KNORM_TWOSHOT || (m->mode == GC_KNORM_READS && !m->x));
   const size_t flat_share = ((m->cols + E - 1) / E + (whole_packs ? 0 : 1) + m->parts - 1) / m->parts * 16;
   // TWOSHOT's copy-out takes the same part of every row from each owner, and FLAT's shares move
   // with each row's offset from the input's packs: it takes FLAT only for rows of whole packs,
@@ -459,6 +634,16 @@ static cudaError_t launch(const gc_kargs_t *a, const gc_knorm_t *m, cudaStream_t
     return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_twoshot_kernel<T, Shape::PACKS>
                               : shape == Shape::FLAT ? rmsnorm_twoshot_kernel<T, Shape::FLAT>
                                                      : rmsnorm_twoshot_kernel<T, Shape::ELEMENTS>,
+                         a, m);
+  if (!rounded && m->x_float)
+    return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_max_kernel<T, Shape::PACKS, true>
+                              : shape == Shape::FLAT ? rmsnorm_max_kernel<T, Shape::FLAT, true>
+                                                     : rmsnorm_max_kernel<T, Shape::ELEMENTS, true>,
+                         a, m);
+  if (!rounded)
+    return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_max_kernel<T, Shape::PACKS, false>
+                              : shape == Shape::FLAT ? rmsnorm_max_kernel<T, Shape::FLAT, false>
+                                                     : rmsnorm_max_kernel<T, Shape::ELEMENTS, false>,
                          a, m);
   return launch_kernel(cfg, shape == Shape::PACKS  ? rmsnorm_fp8_kernel<T, Shape::PACKS>
                             : shape == Shape::FLAT ? rmsnorm_fp8_kernel<T, Shape::FLAT>

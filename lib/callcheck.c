@@ -16,7 +16,7 @@
 static const char *const field_names[GC_SIG_FIELDS] = {
     "collective", "count", "columns", "axis", "parts", "dtype", "op", "root", "result dtype", "options.scale",
     "options.add (rmsnorm: residual, residual_out)", "options.algo", "options.max_blocks", "options.wire", "options.wire_group", "buffer kind",
-    "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits", "refused by rank"};
+    "GC_MPI_CHUNK_BYTES", "where sendbuf sits", "where recvbuf sits", "norm.numerics", "refused by rank"};
 
 static const char *const call_names[GC_NUM_CALL_KINDS] = {
     "gc_allreduce", "gc_reducescatter", "gc_reducescatter_2d", "gc_allgather", "gc_broadcast", "gc_reducescatter_allreduce",
@@ -67,6 +67,7 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
     case GC_SIG_OP: name = gc_op_name((gc_op_t)(int64_t)v); break;
     case GC_SIG_ALGO: name = gc_algo_name((gc_algo_t)(int64_t)v); break;
     case GC_SIG_WIRE: name = gc_wire_name((gc_wire_t)(int64_t)v); break;
+    case GC_SIG_NUMERICS: name = gc_norm_numerics_name((gc_norm_numerics_t)(int64_t)v); break;
     default: break;
   }
   if (name) {
@@ -96,7 +97,8 @@ static void describe(int field, uint64_t v, char *out, size_t cap) {
     case GC_SIG_DTYPE:
     case GC_SIG_OUT_DTYPE:
     case GC_SIG_OP:
-    case GC_SIG_ALGO: snprintf(out, cap, "%" PRId64, (int64_t)v); break;
+    case GC_SIG_ALGO:
+    case GC_SIG_NUMERICS: snprintf(out, cap, "%" PRId64, (int64_t)v); break;
     default: snprintf(out, cap, "%" PRIu64, v); break;
   }
 }

@@ -10,6 +10,7 @@
 #include "gc_internal.h"
 #include "gc_plan.h"
 #include "gc_version.h"
+#include "kernels.h"
 
 const char *gc_get_version(void) { return GC_VERSION_STRING; }
 
@@ -70,7 +71,7 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
                    gc__param_str(GC_PARAM_STAGING_BYTES), cfg->staging_bytes, GC_MAX_STAGING_BYTES);
   comm->tp.staging_bytes = (staging + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
-  GC_CHECK(gc__param_range(GC_PARAM_MAX_BLOCKS, 0, INT_MAX, &comm->max_blocks));
+  GC_CHECK(gc__param_range(GC_PARAM_MAX_BLOCKS, 0, GC_KMAX_BLOCKS, &comm->max_blocks)); /* the kernels' most */
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
   int piece = 0, relay = 0;

@@ -50,6 +50,9 @@ gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dty
   if ((int)o.algo < 0 || o.algo >= GC_NUM_ALGOS)
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.algo %d is not a gc_algo_t", (int)o.algo);
   if (o.max_blocks < 0) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.max_blocks is negative");
+  if (o.max_blocks > GC_KMAX_BLOCKS) /* one signal row a block: more have none to meet at */
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.max_blocks %d is above %d, the most blocks a kernel takes "
+                   "(GC_KMAX_BLOCKS); use 0 (the dispatch table) to %d", o.max_blocks, GC_KMAX_BLOCKS, GC_KMAX_BLOCKS);
   if (o.wire != GC_WIRE_NATIVE || o.wire_group != 0) {
     const char *wn = gc_wire_name(o.wire);
     if (!wn) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.wire %d is not a gc_wire_t", (int)o.wire);

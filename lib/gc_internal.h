@@ -20,7 +20,7 @@
   XX(DEBUG, "GC_DEBUG", "", "log level: WARN, INFO or TRACE (empty = silent)")                      \
   XX(DEBUG_SUBSYS, "GC_DEBUG_SUBSYS", "ALL", "comma list of INIT,COLL,P2P,MPI,TUNE,MEM or ALL")     \
   XX(ALGO, "GC_ALGO", "auto", "force an algorithm by name (auto, oneshot, twoshot, mpi, ...)")          \
-  XX(MAX_BLOCKS, "GC_MAX_BLOCKS", "0", "cap on the grid of every kernel (0 = dispatch table)")      \
+  XX(MAX_BLOCKS, "GC_MAX_BLOCKS", "0", "cap on the grid of every kernel, 0 to 256 (0 = dispatch table)")      \
   XX(TIMEOUT_MS, "GC_TIMEOUT_MS", "120000", "bound on every wait for a peer, device or MPI (ms)")   \
   XX(LOCAL_SIZE, "GC_LOCAL_SIZE", "0", "ranks per node; splits one host into nodes (0 = MPI)")      \
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
@@ -411,6 +411,7 @@ typedef enum {
   GC_SIG_CHUNK,      /* the MPI path's chunk (GC_MPI_CHUNK_BYTES) */
   GC_SIG_SEND_AT,    /* where sendbuf sits in gc_mem_alloc buffers (gc__symmetric_place; 1: in place) */
   GC_SIG_RECV_AT,    /* the same for recvbuf */
+  GC_SIG_NUMERICS,   /* rmsnorm: norm.numerics as read (a version-1 struct: ROUNDED) */
   GC_SIG_REFUSED,    /* the rank when this rank refused the call on its own, else UINT64_MAX (agree.c) */
   GC_SIG_FIELDS
 } gc__sig_field_t;

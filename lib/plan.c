@@ -106,7 +106,7 @@ static void choose_grid(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p
   int cap = ll ? sms * (512 / f->sw.ll_threads) : GC_TABLE_MAX_BLOCKS;
   if (!ll && cap > sms) cap = sms;
   if (f->max_blocks > 0 && f->max_blocks < cap) cap = f->max_blocks;
-  if (c->max_blocks > 0) cap = c->max_blocks < GC_KMAX_BLOCKS ? c->max_blocks : GC_KMAX_BLOCKS;
+  if (c->max_blocks > 0) cap = c->max_blocks; /* at most GC_KMAX_BLOCKS: gc__resolve_options refuses more */
   const size_t slice = c->bytes / (size_t)n;
   const int small_twoshot = !ll && p->algo == GC_ALGO_TWOSHOT_PUSH && c->coll == GC_COLL_ALLREDUCE
                                 ? twoshot_push_threads(n, slice)

@@ -9,12 +9,45 @@
 
 /* ---- all-reduce + RMSNorm + FP8 ------------------------------------------------------------- */
 
+static const char *const numerics_names[GC_NUM_NORM_NUMERICS] = {
+#define GC__NORM_NAME(name, str, doc) str,
+    GC_NORM_NUMERICS_MAP(GC__NORM_NAME)
+#undef GC__NORM_NAME
+};
+
+const char *gc_norm_numerics_name(gc_norm_numerics_t numerics) {
+  return (int)numerics >= 0 && numerics < GC_NUM_NORM_NUMERICS ? numerics_names[numerics] : NULL;
+}
+
+gc_result_t gc_norm_numerics_from_name(const char *name, gc_norm_numerics_t *out) {
+  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_norm_numerics_from_name: NULL argument");
+  for (int i = 0; i < GC_NUM_NORM_NUMERICS; i++)
+    if (strcmp(name, numerics_names[i]) == 0) {
+      *out = (gc_norm_numerics_t)i;
+      return GC_SUCCESS;
+    }
+  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown norm numerics '%s' (max, rounded)", name);
+}
+
+/* The numerics a struct asks for: a version-1 struct ends before the field and keeps its meaning
+ * (ROUNDED); -1 for a version this library does not know. Not validated otherwise. */
+static int numerics_of(const gc_rmsnorm_fp8_t *m) {
+  if (!m) return -1;
+  if (m->version == 1) return GC_NORM_ROUNDED;
+  return m->version == GC_RMSNORM_FP8_VERSION ? (int)m->numerics : -1;
+}
+
 static gc_result_t check_rmsnorm(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows,
                                  size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m) {
   if (!m) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8: norm is NULL (use GC_RMSNORM_FP8_INIT)");
-  if (m->version != GC_RMSNORM_FP8_VERSION)
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_rmsnorm_fp8_t.version is %u, expected %u (use GC_RMSNORM_FP8_INIT)",
-                   m->version, GC_RMSNORM_FP8_VERSION);
+  if (m->version != 1 && m->version != GC_RMSNORM_FP8_VERSION)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
+                   "gc_rmsnorm_fp8_t.version is %u, expected %u or 1 (use GC_RMSNORM_FP8_INIT)", m->version,
+                   GC_RMSNORM_FP8_VERSION);
+  const int numerics = numerics_of(m);
+  if (numerics < 0 || numerics >= GC_NUM_NORM_NUMERICS)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.numerics %d is not a gc_norm_numerics_t (GC_NORM_MAX, GC_NORM_ROUNDED)",
+                   numerics);
   GC_CHECK(gc__check_dtype(comm, dtype, 1));
   if (dtype != GC_FLOAT32 && dtype != GC_FLOAT16 && dtype != GC_BFLOAT16)
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_allreduce_rmsnorm_fp8 takes float32, float16 or bfloat16 inputs, not %s",
@@ -52,29 +85,47 @@ static gc_result_t check_rmsnorm(gc_comm_t comm, const void *send, void *out, fl
   return GC_SUCCESS;
 }
 
-/* The host's normalization of x (rows x cols, already reduced), the formulas of gpucoll.h in
- * float, each step rounded; the sum of squares goes in column order (the kernel's in its block's
- * order), so the last bit of a scale may differ from the device path's. */
-static void rmsnorm_fp8_host(const void *x, size_t rows, size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m,
-                             void *out, float *scales) {
+/* The host's normalization of a row-major rows x cols matrix already reduced, the formulas of
+ * gpucoll.h (those of kernels/rmsnorm.cu) in float, each step rounded in the order written:
+ *   MAX      f = xs (float32, the sum not rounded); r = 1 / sqrt(sum f^2 / cols + epsilon);
+ *            y = (f * r) * w; m = min(max |y|, scale_ub if > 0); scale = m / FP8_MAX;
+ *            out = fp8(y * (scale ? 1 / scale : 0))
+ *   ROUNDED  x = xs (the input dtype); r as above over x; scale = max(r * max |x * w| / FP8_MAX,
+ *            1 / (FP8_MAX * 512)), then at most scale_ub if > 0; out = fp8(((x * r) * w) * (1 / scale))
+ * The sums of squares go in column order (the kernel's in its block's order), so the last bit of
+ * a scale may differ from the device path's. xdt: GC_FLOAT32 (MAX), else the input dtype. */
+static void rmsnorm_fp8_host(const void *xs, gc_dtype_t xdt, size_t rows, size_t cols, gc_dtype_t dtype,
+                             const gc_rmsnorm_fp8_t *m, int numerics, void *out, float *scales) {
   const float fp8_max = m->out_dtype == GC_FP8_E4M3 ? 448.0f : 57344.0f, least = 1.0f / (fp8_max * 512.0f);
   for (size_t i = 0; i < rows; i++) {
     const size_t base = i * cols;
     float ss = 0.0f, most = 0.0f;
     for (size_t j = 0; j < cols; j++) {
-      const float v = (float)gc__load_double(x, base + j, dtype), sq = v * v;
+      const float v = (float)gc__load_double(xs, base + j, xdt), sq = v * v;
       const float w = (float)gc__load_double(m->gamma, j, dtype) + m->weight_offset, vw = fabsf(v * w);
       ss += sq;
       most = vw > most ? vw : most;
     }
-    const float r = 1.0f / sqrtf(ss / (float)cols + m->epsilon), top = r * most;
-    float scale = top / fp8_max;
-    if (scale < least) scale = least;
-    if (m->scale_ub > 0.0f && scale > m->scale_ub) scale = m->scale_ub;
+    const float r = 1.0f / sqrtf(ss / (float)cols + m->epsilon);
+    float scale;
+    if (numerics == GC_NORM_MAX) {
+      most = 0.0f;
+      for (size_t j = 0; j < cols; j++) {
+        const float xr = (float)gc__load_double(xs, base + j, xdt) * r;
+        const float y = fabsf(xr * ((float)gc__load_double(m->gamma, j, dtype) + m->weight_offset));
+        most = y > most ? y : most;
+      }
+      if (m->scale_ub > 0.0f && most > m->scale_ub) most = m->scale_ub;
+      scale = most / fp8_max;
+    } else {
+      scale = r * most / fp8_max;
+      if (scale < least) scale = least;
+      if (m->scale_ub > 0.0f && scale > m->scale_ub) scale = m->scale_ub;
+    }
     scales[i] = scale;
-    const float inv_scale = 1.0f / scale;
+    const float inv_scale = scale == 0.0f ? 0.0f : 1.0f / scale;
     for (size_t j = 0; j < cols; j++) {
-      const float xr = (float)gc__load_double(x, base + j, dtype) * r;
+      const float xr = (float)gc__load_double(xs, base + j, xdt) * r;
       const float y = xr * ((float)gc__load_double(m->gamma, j, dtype) + m->weight_offset);
       gc__store_double(out, base + j, m->out_dtype, y * inv_scale);
     }
@@ -91,6 +142,7 @@ static gc_knorm_t knorm(const gc_rmsnorm_fp8_t *m, size_t rows, size_t cols) {
   k.weight_offset = m->weight_offset;
   k.scale_ub = m->scale_ub;
   k.out_dtype = m->out_dtype;
+  k.numerics = numerics_of(m) == GC_NORM_MAX ? GC_KNORM_MAX : GC_KNORM_ROUNDED;
   return k;
 }
 
@@ -104,11 +156,21 @@ static gc__plan_t rmsnorm_plan(gc_comm_t comm, const gc_options_t *o, size_t row
 
 /* Why the LL kernel cannot take a call (NULL: it can). Only what every rank shares decides: gamma,
  * residual and residual_out may sit at other alignments on other ranks (the kernel then loads them
- * element by element). */
-static const char *rmsnorm_ll_refusal(gc_comm_t comm, size_t rows, size_t cols, size_t es, const gc_rmsnorm_fp8_t *m) {
+ * element by element). ROUNDED keeps x in shared memory without residual_out; MAX keeps each
+ * thread's float sums in registers (LL data is taken once), one pack a thread. */
+static const char *rmsnorm_ll_refusal(gc_comm_t comm, const gc_options_t *o, size_t rows, size_t cols, size_t es,
+                                      const gc_rmsnorm_fp8_t *m) {
   if (rows * cols * es > GC_LL_GEN_BYTES / (size_t)comm->local_size)
     return "every rank's input must fit its row of an LL generation (8 MB over the GPU count)";
   if (cols * es % 16) return "rows must be whole 16-byte packs (cols x element size a multiple of 16)";
+  if (numerics_of(m) == GC_NORM_MAX) {
+    gc_knorm_t k = knorm(m, rows, cols);
+    k.mode = GC_KNORM_LL;
+    rmsnorm_plan(comm, o, rows, cols, es, 0, &k);
+    if ((cols * es / 16 + (size_t)k.parts - 1) / (size_t)k.parts > GC_KTHREADS)
+      return "with numerics max a block's share of a row must be at most one 16-byte pack a thread (512 a block)";
+    return NULL;
+  }
   if (!m->residual_out && cols * es > GC_KNORM_SHARED_ROW)
     return "without residual_out a row must fit shared memory (48 KB)";
   return NULL;
@@ -143,12 +205,15 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   const size_t es = gc_dtype_size(dtype), row_bytes = cols * es;
   void *sym_in[GC_MAX_LOCAL_RANKS] = {(void *)send}; /* one rank: its input where it is (no peer reads it) */
   const int in_zero = n == 1 || gc__symmetric_lookup(comm, send, rows * row_bytes, sym_in);
-  /* x: in residual_out, else in shared memory where a row fits, else in this rank's publish half
-   * of staging, whose size then sets the chunks (one call into residual_out is faster than
-   * chunks with x in staging) */
-  const int x_shared = !m->residual_out && row_bytes <= GC_KNORM_SHARED_ROW;
+  /* ROUNDED x: in residual_out, else in shared memory where a row fits, else in this rank's
+   * publish half of staging, whose size then sets the chunks (one call into residual_out is
+   * faster than chunks with x in staging). MAX keeps no x to read back: the kernel sums a
+   * thread's further packs again from the inputs, which stay in place until its last barrier. */
+  const int rounded = numerics_of(m) == GC_NORM_ROUNDED;
+  const int x_shared = rounded && !m->residual_out && row_bytes <= GC_KNORM_SHARED_ROW;
   size_t chunk = rows;
-  if (!in_zero || (!m->residual_out && !x_shared && !twoshot)) chunk = gc__staging_half(comm->tp.staging_bytes) / row_bytes;
+  if (!in_zero || (rounded && !m->residual_out && !x_shared && !twoshot))
+    chunk = gc__staging_half(comm->tp.staging_bytes) / row_bytes;
   /* two-shot: every row's fp8 and scale fit the publish half, whoever owns it */
   if (twoshot && chunk > gc__staging_half(comm->tp.staging_bytes) / (cols + 2 * sizeof(float))) chunk = gc__staging_half(comm->tp.staging_bytes) / (cols + 2 * sizeof(float));
   if (chunk > rows) chunk = rows;
@@ -161,7 +226,7 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
    * residual's alignment, which may differ between ranks. */
   const int by_elements = (in_zero && (uintptr_t)sym_in[me] % 16) || (twoshot && row_bytes % 16);
   gc__plan_t plan = rmsnorm_plan(comm, o, owned ? owned : 1, cols, es, by_elements, &k);
-  *fits = chunk > 0 && (!twoshot || row_bytes / (size_t)k.parts <= GC_KNORM_SHARED_ROW);
+  *fits = chunk > 0 && (!twoshot || !rounded || row_bytes / (size_t)k.parts <= GC_KNORM_SHARED_ROW);
   if (!*fits) return GC_SUCCESS;
   gc_kargs_t a = gc__base_args(comm, &plan, o, dtype, GC_SUM);
   for (size_t c0 = 0; c0 < rows; c0 += chunk) {
@@ -177,7 +242,9 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
     k.mode = twoshot ? GC_KNORM_TWOSHOT : GC_KNORM_READS;
     k.pub_scales = ((cn + n - 1) / n * cols + 15) & ~(size_t)15;
     k.residual = m->residual ? (const char *)m->residual + at : NULL;
-    k.x = twoshot || x_shared ? NULL : m->residual_out ? (char *)m->residual_out + at : gc__staging_pub(comm, me);
+    k.x = m->residual_out && !twoshot ? (char *)m->residual_out + at
+          : twoshot || x_shared || !rounded ? NULL
+                                            : gc__staging_pub(comm, me);
     k.out = (char *)out + c0 * cols;
     k.scales = scales + c0;
     GC_CHECK(gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "all-reduce + RMSNorm"));
@@ -185,35 +252,51 @@ static gc_result_t rmsnorm_fused(gc_comm_t comm, const void *send, void *out, fl
   return GC_SUCCESS;
 }
 
+/* The normalizing kernel on x, the all-reduce's output on this GPU (float32 for MAX over half
+ * inputs), storing x in the input dtype at keep (NULL: not) as it goes. */
+static gc_result_t rmsnorm_local(gc_comm_t comm, const void *x, int x_float, void *keep, void *out, float *scales,
+                                 size_t rows, size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m,
+                                 const gc_options_t *o, cudaStream_t stream) {
+  gc_knorm_t k = knorm(m, rows, cols);
+  gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), (uintptr_t)x % 16 != 0, &k);
+  gc_kargs_t a = gc__base_args(comm, &plan, o, dtype, GC_SUM);
+  a.peers.nranks = 1;
+  a.in[0] = x;
+  k.x_float = x_float;
+  k.x = keep;
+  k.out = out;
+  k.scales = scales;
+  return gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "RMSNorm");
+}
+
 /* The all-reduce (with the residual as its add vector) into residual_out or a temporary, then the
- * normalization: a kernel on device buffers, the host loop on host buffers. */
+ * normalization: a kernel on device buffers, the host loop on host buffers. MAX over half inputs
+ * needs the float sum: the all-reduce writes float32 into a temporary (its epilogue adds the
+ * residual in float and rounds once, to float32: the fused kernels' f), and residual_out
+ * receives it in the input dtype from the normalization. */
 static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out, float *scales, size_t rows,
                                     size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *m, const gc_options_t *o,
                                     int on_device, cudaStream_t stream) {
-  const size_t count = rows * cols, bytes = count * gc_dtype_size(dtype);
+  const int numerics = numerics_of(m);
+  const gc_dtype_t xdt = numerics == GC_NORM_MAX ? GC_FLOAT32 : dtype;
+  const size_t count = rows * cols, bytes = count * gc_dtype_size(xdt);
   /* x, the all-reduce's output: residual_out, else a temporary. On the GPU also a temporary where
    * residual_out sits off 16 bytes on this rank, and the kernel stores x there as it goes: its
    * input's alignment decides its split of rows and the order of its sums, so it must be alike on
    * every rank for their results to be identical. */
   void *keep = m->residual_out, *tmp = NULL;
-  const int keep_apart = on_device && keep && (uintptr_t)keep % 16 != 0;
+  const int keep_apart = keep && (xdt != dtype || (on_device && (uintptr_t)keep % 16 != 0));
   if (!keep || keep_apart) GC_CHECK(gc__scratch_alloc(comm, on_device, bytes, stream, &tmp));
   void *x = tmp ? tmp : keep;
   gc_options_t ao = *o;
   ao.add = m->residual;
+  ao.out_dtype = xdt;
   gc_result_t rc = gc__allreduce_impl(send, x, count, dtype, GC_SUM, comm, stream, &ao, tmp && on_device);
   if (rc == GC_SUCCESS && on_device) {
-    gc_knorm_t k = knorm(m, rows, cols);
-    gc__plan_t plan = rmsnorm_plan(comm, o, rows, cols, gc_dtype_size(dtype), (uintptr_t)x % 16 != 0, &k);
-    gc_kargs_t a = gc__base_args(comm, &plan, o, dtype, GC_SUM);
-    a.peers.nranks = 1;
-    a.in[0] = x;
-    k.x = keep_apart ? keep : NULL;
-    k.out = out;
-    k.scales = scales;
-    rc = gc__launched(comm, gc_kernel_rmsnorm_fp8(&a, &k, stream), "RMSNorm");
+    rc = rmsnorm_local(comm, x, xdt != dtype, keep_apart ? keep : NULL, out, scales, rows, cols, dtype, m, o, stream);
   } else if (rc == GC_SUCCESS) {
-    rmsnorm_fp8_host(x, rows, cols, dtype, m, out, scales);
+    rmsnorm_fp8_host(x, xdt, rows, cols, dtype, m, numerics, out, scales);
+    for (size_t i = 0; keep_apart && i < count; i++) gc__store_double(keep, i, dtype, gc__load_double(x, i, xdt));
   }
   return gc__scratch_free(comm, on_device, tmp, stream, rc);
 }
@@ -226,6 +309,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     sig.v[GC_SIG_COLS] = cols;
     sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
     sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;
+    sig.v[GC_SIG_NUMERICS] = (uint64_t)(int64_t)numerics_of(m);
     GC_CHECK(gc__same_call(comm, &sig));
   }
   GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
@@ -268,7 +352,7 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "the fused kernels (%s) need device buffers and peer-to-peer GPUs",
                    gc_algo_name(algo));
   if (p2p && algo == GC_ALGO_ONESHOT_LL) {
-    const char *why = rmsnorm_ll_refusal(comm, rows, cols, es, m);
+    const char *why = rmsnorm_ll_refusal(comm, &o, rows, cols, es, m);
     if (!why) return rmsnorm_ll(comm, send, out, scales, rows, cols, dtype, m, &o, (cudaStream_t)stream);
     if (forced) return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "oneshot_ll: %s", why);
     algo = GC_ALGO_ONESHOT;

@@ -1,11 +1,13 @@
 /* test_validation.c — every argument check of the collectives: each returns its specific code and
  * leaves a detailed message. Every case fails on all ranks alike, so no rank enters MPI alone. */
+#include <limits.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
 #include "gc_internal.h"
 #include "gc_test.h"
+#include "kernels.h"
 
 /* Runs `call`, expects `code`, and a fresh message naming the code in the communicator's slot
  * (or the thread's, for calls without a live communicator). */
@@ -189,6 +191,22 @@ static void test_epilogue_misuse(void) {
   o = (gc_options_t)GC_OPTIONS_INIT;
   o.max_blocks = -1;
   EXPECT(GC_ERR_INVALID_ARGUMENT, gc_allreduce_ex(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o));
+  /* more blocks than the kernels take is refused, naming the limit, never clamped; the limit itself runs */
+  const int grids[] = {GC_KMAX_BLOCKS + 1, 1024, INT_MAX};
+  for (int g = 0; g < 3; g++) {
+    o.max_blocks = grids[g];
+    gc_result_t r = gc_allreduce_ex(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "above 256"));
+    EXPECT(GC_ERR_INVALID_ARGUMENT, r);
+    o.algo = GC_ALGO_ONESHOT; /* and on every entry point that takes options */
+    EXPECT(GC_ERR_INVALID_ARGUMENT, gc_reducescatter_ex(buf_a, buf_b, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o));
+    EXPECT(GC_ERR_INVALID_ARGUMENT, gc_allgather_ex(buf_a, buf_b, 1, GC_FLOAT32, gc_test_comm, NULL, &o));
+    EXPECT(GC_ERR_INVALID_ARGUMENT, gc_broadcast_ex(buf_a, buf_b, 1, GC_FLOAT32, 0, gc_test_comm, NULL, &o));
+    o.algo = GC_ALGO_AUTO;
+  }
+  o.max_blocks = GC_KMAX_BLOCKS;
+  CU_ASSERT_EQUAL(gc_allreduce_ex(buf_a, buf_b, 4, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o), GC_SUCCESS);
+  CU_ASSERT_EQUAL(gc_synchronize(gc_test_comm, NULL), GC_SUCCESS);
   /* an add vector on an integer reduction is fine */
   o = (gc_options_t)GC_OPTIONS_INIT;
   o.add = buf_a;
@@ -307,6 +325,19 @@ static void test_calls_differ(void) {
                            : gc_broadcast(buf_a, buf_b, 1, GC_FLOAT32, 0, comm, NULL));
   if (every) /* an argument this rank alone would refuse: all refuse together */
     DIFFER("dtype", gc_allgather(buf_a, buf_b, 1, odd ? (gc_dtype_t)1000 : GC_FLOAT32, comm, NULL));
+  if (every) { /* the fused RMSNorm in other numerics on one rank: other bits, so refused */
+    gc_test_fill(buf_a, 2 * N, GC_FLOAT32, gc_test_rank, 79);
+    gc_rmsnorm_fp8_t m = GC_RMSNORM_FP8_INIT;
+    m.gamma = buf_a + 256;
+    m.numerics = odd ? GC_NORM_ROUNDED : GC_NORM_MAX;
+    DIFFER("norm.numerics", gc_allreduce_rmsnorm_fp8(buf_a, buf_b, (float *)(buf_b + 64), 2, 4, GC_FLOAT32, &m, comm,
+                                                     NULL, NULL));
+    /* a version-1 struct means ROUNDED: it runs beside ROUNDED */
+    m.numerics = GC_NORM_ROUNDED;
+    m.version = odd ? 1 : GC_RMSNORM_FP8_VERSION;
+    GC_TEST_OK(gc_allreduce_rmsnorm_fp8(buf_a, buf_b, (float *)(buf_b + 64), 2, 4, GC_FLOAT32, &m, comm, NULL, NULL));
+    GC_TEST_OK(gc_synchronize(comm, NULL));
+  }
   if (every && comm->p2p_ready) {
     /* Buffers from gc_mem_alloc on some ranks only, or in place on some only: the kernels would
      * read peers' buffers that hold nothing (wrong results) or wait for rounds that never come. */

@@ -773,12 +773,13 @@ static int m_allreduce_allgather(lua_State *L) { return collective(L, C_AR_AG); 
  * RMSNorm + FP8 quantization of a rows x cols matrix (gpucoll.h gives the formulas). send holds the
  * input (float32, float16 or bfloat16), out receives the quantized rows in its own dtype (fp8),
  * scales (float32) one scale per row, gamma the cols weights in send's dtype. opts: epsilon
- * weight_offset scale_ub residual residual_out out_dtype algo max_blocks pdl stream; residual and
- * residual_out are buffers of send's dtype (residual_out may be residual itself). */
+ * weight_offset scale_ub residual residual_out out_dtype numerics algo max_blocks pdl stream;
+ * residual and residual_out are buffers of send's dtype (residual_out may be residual itself);
+ * numerics is "max" (the default) or "rounded". */
 static int m_allreduce_rmsnorm_fp8(lua_State *L) {
   static const char *const keys[] = {"epsilon", "weight_offset", "scale_ub", "residual",
-                                     "residual_out", "out_dtype", "algo", "max_blocks", "pdl",
-                                     "stream", NULL};
+                                     "residual_out", "out_dtype", "numerics", "algo", "max_blocks",
+                                     "pdl", "stream", NULL};
   lgc_comm_t *c = lgc_checkcomm(L, 1);
   lgc_buffer_t *send = lgc_checkbuffer(L, 2), *out = lgc_checkbuffer(L, 3);
   lgc_buffer_t *scales = lgc_checkbuffer(L, 4);
@@ -809,6 +810,11 @@ static int m_allreduce_rmsnorm_fp8(lua_State *L) {
       if (od != out->dtype)
         luaL_argerror(L, oi, lua_pushfstring(L, "out_dtype %s does not match out's dtype %s",
                                              gc_dtype_name(od), gc_dtype_name(out->dtype)));
+    }
+    lua_pop(L, 1);
+    if (lgc_optfield(L, oi, "numerics") != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TSTRING || gc_norm_numerics_from_name(lua_tostring(L, -1), &norm.numerics) != GC_SUCCESS)
+        luaL_argerror(L, oi, "numerics must be \"max\" or \"rounded\"");
     }
     lua_pop(L, 1);
     residual = opt_buffer_at(L, oi, "residual");

@@ -318,8 +318,9 @@ static int gcswig_py_ptr(PyObject *o, void **out) {
 %typemap(argout) int *out %{ $result = SWIG_Python_AppendOutput($result, PyLong_FromLong(tmp$argnum)); %}
 
 %typemap(in, numinputs=0) gc_dtype_t *out (gc_dtype_t tmp), gc_op_t *out (gc_op_t tmp),
-                          gc_algo_t *out (gc_algo_t tmp), gc_wire_t *out (gc_wire_t tmp) %{ $1 = &tmp; %}
-%typemap(argout) gc_dtype_t *out, gc_op_t *out, gc_algo_t *out, gc_wire_t *out
+                          gc_algo_t *out (gc_algo_t tmp), gc_wire_t *out (gc_wire_t tmp),
+                          gc_norm_numerics_t *out (gc_norm_numerics_t tmp) %{ $1 = &tmp; %}
+%typemap(argout) gc_dtype_t *out, gc_op_t *out, gc_algo_t *out, gc_wire_t *out, gc_norm_numerics_t *out
 %{ $result = SWIG_Python_AppendOutput($result, PyLong_FromLong((long)tmp$argnum)); %}
 
 %typemap(in, numinputs=0) size_t *offset (size_t tmp = 0), size_t *length (size_t tmp = 0)
@@ -521,6 +522,7 @@ GCSWIG_GO_OUT(gc_dtype_t, int32, gc_dtype_t *out)
 GCSWIG_GO_OUT(gc_op_t, int32, gc_op_t *out)
 GCSWIG_GO_OUT(gc_algo_t, int32, gc_algo_t *out)
 GCSWIG_GO_OUT(gc_wire_t, int32, gc_wire_t *out)
+GCSWIG_GO_OUT(gc_norm_numerics_t, int32, gc_norm_numerics_t *out)
 GCSWIG_GO_OUT(size_t, uint64, size_t *offset)
 GCSWIG_GO_OUT(size_t, uint64, size_t *length)
 GCSWIG_GO_OUT(void *, uintptr, void **out)
@@ -568,6 +570,7 @@ GCSWIG_TCL_OUT(gc_dtype_t, Tcl_NewIntObj((int)tmp$argnum), gc_dtype_t *out)
 GCSWIG_TCL_OUT(gc_op_t, Tcl_NewIntObj((int)tmp$argnum), gc_op_t *out)
 GCSWIG_TCL_OUT(gc_algo_t, Tcl_NewIntObj((int)tmp$argnum), gc_algo_t *out)
 GCSWIG_TCL_OUT(gc_wire_t, Tcl_NewIntObj((int)tmp$argnum), gc_wire_t *out)
+GCSWIG_TCL_OUT(gc_norm_numerics_t, Tcl_NewIntObj((int)tmp$argnum), gc_norm_numerics_t *out)
 GCSWIG_TCL_OUT(size_t, Tcl_NewWideIntObj((Tcl_WideInt)tmp$argnum), size_t *offset)
 GCSWIG_TCL_OUT(size_t, Tcl_NewWideIntObj((Tcl_WideInt)tmp$argnum), size_t *length)
 GCSWIG_TCL_OUT(void *, Tcl_NewWideIntObj((Tcl_WideInt)(uintptr_t)tmp$argnum), void **out)

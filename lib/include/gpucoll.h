@@ -257,7 +257,7 @@ GC_API gc_result_t gc_wire_from_name(const char *name, gc_wire_t *out);
 typedef struct gc_options {
   unsigned version;     /* GC_OPTIONS_VERSION */
   gc_algo_t algo;       /* GC_ALGO_AUTO = dispatch table */
-  int max_blocks;       /* upper bound on the grid; 0 = dispatch table */
+  int max_blocks;       /* upper bound on the grid, 0 to 256 (more: GC_ERR_INVALID_ARGUMENT); 0 = dispatch table */
   int pdl;              /* programmatic dependent launch (the kernel starts while the stream's
                          * previous kernel ends, and waits for its memory): 1 on, -1 off,
                          * 0 = GC_PDL (default: on for GPUs of compute capability 9.0 and up) */
@@ -459,22 +459,37 @@ GC_API gc_result_t gc_mixed_reducescatter_allreduce(const void *sendbuf, void *r
 /* ---------------------------------------------------------------------------------------------
  * Fused all-reduce + RMSNorm + FP8 quantization of a row-major rows x cols matrix (the same shape
  * on every rank), the step between tensor-parallel layers of a transformer. Inputs are float32,
- * float16 or bfloat16; with s the sum over ranks, in float and in rank order:
- *   x[i][j]   = dtype( s[i][j] + residual[i][j] )       rounded once, as gc_allreduce_ex with
- *                                                        options.add = residual
- *   r[i]      = 1 / sqrt( (sum_j x[i][j]^2) / cols + epsilon )
+ * float16 or bfloat16; FP8_MAX is 448 for e4m3, 57344 for e5m2. With s the sum over ranks in
+ * float, in rank order, every step in float and rounded in the order written:
+ *   f[i][j]   = s[i][j] + residual[i][j]                  (no residual: s[i][j])
+ *   x[i][j]   = dtype( f[i][j] )                          rounded once, as gc_allreduce_ex with
+ *                                                         options.add = residual; residual_out gets x
  *   w[j]      = gamma[j] + weight_offset
+ * norm.numerics = GC_NORM_MAX (the default; Modular MAX's fused kernels): the float sum f is
+ * normalized, and scale_ub bounds the row's largest magnitude
+ *   r[i]      = 1 / sqrt( (sum_j f[i][j]^2) / cols + epsilon )
+ *   y[i][j]   = (f[i][j] * r[i]) * w[j]
+ *   m[i]      = max_j |y[i][j]|, then at most scale_ub when scale_ub > 0
+ *   scales[i] = m[i] / FP8_MAX                            (0 for a row of zeros)
+ *   out[i][j] = fp8( y[i][j] * (1 / scales[i]) )          (0 where scales[i] is 0)
+ * norm.numerics = GC_NORM_ROUNDED: x, the sum rounded to the input dtype, is normalized, the scale
+ * has a floor, and scale_ub bounds the scale itself
+ *   r[i]      = 1 / sqrt( (sum_j x[i][j]^2) / cols + epsilon )
  *   scales[i] = max( r[i] * max_j |x[i][j] * w[j]| / FP8_MAX, 1 / (FP8_MAX * 512) ), then at
- *               most scale_ub when scale_ub > 0         (FP8_MAX: 448 for e4m3, 57344 for e5m2)
- *   out[i][j] = fp8( x[i][j] * r[i] * w[j] * (1 / scales[i]) )   round to nearest even, saturating
- * x, r and the rest are float after the first line, each step rounded in the order written; residual_out (when not NULL) receives x, and may be
- * the residual itself (updated in place). Every rank gets all rows, bit-identical on all ranks of
- * one call. out (rows x cols fp8) and scales (rows floats) are written on every rank; they, like
- * residual_out, must not overlap sendbuf or each other. gamma has cols values of the input dtype.
- * residual and residual_out are given on every rank or on none; any pointer may sit at any
- * alignment, not necessarily the same on every rank.
+ *               most scale_ub when scale_ub > 0
+ *   out[i][j] = fp8( ((x[i][j] * r[i]) * w[j]) * (1 / scales[i]) )
+ * fp8() rounds to nearest even and saturates at FP8_MAX (a bound that binds clips the row's
+ * largest values). The sums of squares and the maxima go in the kernel's fixed order (the host
+ * path's: column order), so the last bits of a scale may differ between the device and the host
+ * path; every rank gets all rows, bit-identical on all ranks of one call. residual_out (when not
+ * NULL) may be the residual itself (updated in place). out (rows x cols fp8) and scales (rows
+ * floats) are written on every rank; they, like residual_out, must not overlap sendbuf or each
+ * other. gamma has cols values of the input dtype. residual and residual_out are given on every
+ * rank or on none; any pointer may sit at any alignment, not necessarily the same on every rank.
+ * A struct of version 1 (one without the numerics field) means GC_NORM_ROUNDED.
  * options: algo (ONESHOT_LL: one fused kernel without barriers, every rank writing its rows into
- * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count; ONESHOT: one
+ * every rank's LL area, for inputs of whole 16-byte rows up to 8 MB / GPU count (GC_NORM_MAX: and
+ * a block's share of a row at most one 16-byte pack a thread, 512 a block); ONESHOT: one
  * fused kernel that reads every rank's rows after a barrier; TWOSHOT: without residual_out one
  * fused kernel where each rank normalizes 1/n of the rows and all gather the fp8 rows, with it
  * the two-shot all-reduce into residual_out, then a normalizing kernel; any other: that
@@ -483,18 +498,36 @@ GC_API gc_result_t gc_mixed_reducescatter_allreduce(const void *sendbuf, void *r
  * fields must stay at their defaults (the residual is this struct's). Host pointers, and devices
  * without peer-to-peer access, take the MPI path's all-reduce (host buffers normalize on the host).
  * ------------------------------------------------------------------------------------------- */
-#define GC_RMSNORM_FP8_VERSION 1
+#define GC_NORM_NUMERICS_MAP(XX)                                                         \
+  XX(MAX, "max", "the float32 sum is normalized; scale_ub bounds the row maximum (Modular MAX)") \
+  XX(ROUNDED, "rounded", "the sum rounded to the input dtype is normalized; scale_ub bounds the scale")
+
+typedef enum gc_norm_numerics {
+#define GC__NORM_ENUM(name, str, doc) GC_NORM_##name,
+  GC_NORM_NUMERICS_MAP(GC__NORM_ENUM)
+#undef GC__NORM_ENUM
+  GC_NUM_NORM_NUMERICS
+} gc_norm_numerics_t;
+
+/* "max" for GC_NORM_MAX; NULL out of range. gc_norm_numerics_from_name: GC_ERR_INVALID_ARGUMENT
+ * for other names. */
+GC_API const char *gc_norm_numerics_name(gc_norm_numerics_t numerics);
+GC_API gc_result_t gc_norm_numerics_from_name(const char *name, gc_norm_numerics_t *out);
+
+#define GC_RMSNORM_FP8_VERSION 2
 typedef struct gc_rmsnorm_fp8 {
-  unsigned version;      /* GC_RMSNORM_FP8_VERSION */
+  unsigned version;      /* GC_RMSNORM_FP8_VERSION (1: a struct without numerics, GC_NORM_ROUNDED) */
   const void *gamma;     /* cols weights, input dtype; required */
   float epsilon;         /* > 0 or 0; added to the mean square */
   float weight_offset;   /* 0, or 1 for norms that scale by (1 + gamma) */
-  float scale_ub;        /* > 0: upper bound of every row's scale; 0 = none */
+  float scale_ub;        /* > 0: upper bound of every row's maximum (GC_NORM_MAX) or scale
+                          * (GC_NORM_ROUNDED); 0 = none */
   const void *residual;  /* rows x cols, input dtype, added to the sum; NULL = none */
   void *residual_out;    /* rows x cols, input dtype, receives x; NULL = not kept */
   gc_dtype_t out_dtype;  /* GC_FP8_E4M3 or GC_FP8_E5M2 */
+  gc_norm_numerics_t numerics; /* version 2 on; GC_NORM_MAX (0) = the default */
 } gc_rmsnorm_fp8_t;
-#define GC_RMSNORM_FP8_INIT {GC_RMSNORM_FP8_VERSION, NULL, 1e-6f, 0.0f, 0.0f, NULL, NULL, GC_FP8_E4M3}
+#define GC_RMSNORM_FP8_INIT {GC_RMSNORM_FP8_VERSION, NULL, 1e-6f, 0.0f, 0.0f, NULL, NULL, GC_FP8_E4M3, GC_NORM_MAX}
 
 GC_API gc_result_t gc_allreduce_rmsnorm_fp8(const void *sendbuf, void *outbuf, float *scales, size_t rows,
                                             size_t cols, gc_dtype_t dtype, const gc_rmsnorm_fp8_t *norm,

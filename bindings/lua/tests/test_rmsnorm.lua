@@ -27,31 +27,41 @@ local function host_copy(b)
   return comm:buffer(#b, b.dtype, "host"):copy_from(b)
 end
 
--- The float64 reference of gpucoll.h's formulas: x, and per row the scale and y.
+-- Inputs exact in bfloat16 whose sums over 2+ ranks are not (steps of 1/128 from 1, sums from
+-- 2 where bfloat16 steps by 1/64): the float sum and the sum rounded to the dtype differ.
+local function input_fine(r, i) return 1 + ((i + r) % 4) / 128 + (i % 3) / 4 end
+
+-- The float64 reference of gpucoll.h's formulas: x (the sum rounded to the dtype, residual_out's)
+-- and per row the scale and y. o.numerics "max" (the default): the float sum f is normalized,
+-- scale = min(amax, scale_ub) / FP8_MAX; "rounded": x is normalized, scale = max(amax / FP8_MAX,
+-- 1 / (FP8_MAX * 512)), then at most scale_ub.
 local function reference(rows, cols, dtype, o)
   local round = comm:buffer(1, dtype, "host") -- rounds a float64 to the input dtype
-  local fp8_max = o.fp8_max or 448
+  local fp8_max, value = o.fp8_max or 448, o.input or input
+  local rounded = o.numerics == "rounded"
   local ref = { x = {}, y = {}, scale = {} }
   for row = 0, rows - 1 do
-    local ss = 0
+    local ss, v = 0, {}
     for j = 0, cols - 1 do
       local i = row * cols + j
       local s = 0
-      for r = 0, size - 1 do s = s + input(r, i) end
+      for r = 0, size - 1 do s = s + value(r, i) end
       if o.residual then s = s + residual_value(i) end
       local x = round:set(1, s):get(1)
       ref.x[i + 1] = x
-      ss = ss + x * x
+      v[j] = rounded and x or s
+      ss = ss + v[j] * v[j]
     end
     local rinv = 1 / math.sqrt(ss / cols + (o.epsilon or 1e-6))
     local amax = 0
     for j = 0, cols - 1 do
-      local y = ref.x[row * cols + j + 1] * rinv * (gamma_value(j) + (o.weight_offset or 0))
+      local y = v[j] * rinv * (gamma_value(j) + (o.weight_offset or 0))
       ref.y[row * cols + j + 1] = y
       amax = math.max(amax, math.abs(y))
     end
-    local scale = math.max(amax / fp8_max, 1 / (fp8_max * 512))
-    if o.scale_ub and o.scale_ub > 0 then scale = math.min(scale, o.scale_ub) end
+    local bound = o.scale_ub and o.scale_ub > 0 and o.scale_ub or math.huge
+    local scale = math.min(amax, bound) / fp8_max
+    if rounded then scale = math.min(math.max(amax / fp8_max, 1 / (fp8_max * 512)), bound) end
     ref.scale[row + 1] = scale
   end
   return ref
@@ -83,12 +93,13 @@ end
 local function run_case(name, dtype, rows, cols, o)
   test(name, function()
     local n = rows * cols
-    local send <close> = buffer_of(n, dtype, function(i) return input(rank, i) end)
+    local value = o.input or input
+    local send <close> = buffer_of(n, dtype, function(i) return value(rank, i) end)
     local gamma <close> = buffer_of(cols, dtype, gamma_value)
     local out <close> = comm:buffer(n, o.out_dtype or "fp8_e4m3", where):poison()
     local scales <close> = comm:buffer(rows, "float32", where):poison()
     local opts = { epsilon = o.epsilon, weight_offset = o.weight_offset, scale_ub = o.scale_ub,
-                   out_dtype = o.out_dtype, algo = o.algo }
+                   out_dtype = o.out_dtype, algo = o.algo, numerics = o.numerics }
     local res <close> = o.residual and buffer_of(n, dtype, residual_value) or nil
     local res_out <close> = o.residual and not o.in_place and comm:buffer(n, dtype, where):poison() or nil
     if res then opts.residual, opts.residual_out = res, res_out or res end
@@ -113,7 +124,12 @@ run_case("bfloat16, residual into residual_out, epsilon", "bfloat16", 4, 64,
          { residual = true, epsilon = 0.25 })
 run_case("float16, residual updated in place, weight_offset", "float16", 2, 64,
          { residual = true, in_place = true, weight_offset = 1 })
-run_case("float32, scale_ub saturates", "float32", 2, 37, { scale_ub = 1 / 2048 })
+run_case("float32, scale_ub bounds the row maximum and saturates", "float32", 2, 37, { scale_ub = 0.5 })
+run_case("float32, rounded: scale_ub bounds the scale and saturates", "float32", 2, 37,
+         { scale_ub = 1 / 2048, numerics = "rounded" })
+run_case("bfloat16, the float sum normalized (max)", "bfloat16", 3, 40, { input = input_fine })
+run_case("bfloat16, rounded: the sum rounded first", "bfloat16", 3, 40,
+         { input = input_fine, numerics = "rounded", residual = true })
 run_case("bfloat16, e5m2", "bfloat16", 3, 40,
          { out_dtype = "fp8_e5m2", fp8_max = 57344, rel = 2 ^ -3, tiny = 2 ^ -16 })
 if where == "device" then
@@ -136,6 +152,22 @@ test("the reference check can fail", function()
   assert(bad_scales > 0 and bad > 0, "a reference without the residual passed")
 end)
 
+test("max and rounded differ: each fails the other's reference", function()
+  local rows, cols = 2, 40
+  local send <close> = buffer_of(rows * cols, "bfloat16", function(i) return input_fine(rank, i) end)
+  local gamma <close> = buffer_of(cols, "bfloat16", gamma_value)
+  local out <close> = comm:buffer(rows * cols, "fp8_e4m3", where)
+  local scales <close> = comm:buffer(rows, "float32", where)
+  for _, pair in ipairs({ { "max", "rounded" }, { "rounded", "max" } }) do
+    assert(comm:allreduce_rmsnorm_fp8(send, out, scales, gamma, rows, cols, { numerics = pair[1] }))
+    local own = check(rows, cols, reference(rows, cols, "bfloat16", { input = input_fine, numerics = pair[1] }),
+                      out, scales, {})
+    local other = check(rows, cols, reference(rows, cols, "bfloat16", { input = input_fine, numerics = pair[2] }),
+                        out, scales, {})
+    assert(own == 0 and other > 0, pair[1] .. " against " .. pair[2] .. "'s reference: " .. own .. ", " .. other)
+  end
+end)
+
 test("argument errors raise, naming the argument", function()
   local rows, cols = 2, 8
   local send <close> = comm:buffer(rows * cols, "float32", where):fill(1)
@@ -153,6 +185,8 @@ test("argument errors raise, naming the argument", function()
   raises("unknown option 'eps'", f, comm, send, out, scales, gamma, rows, cols, { eps = 1e-5 })
   raises("option 'epsilon' must be a number", f, comm, send, out, scales, gamma, rows, cols, { epsilon = "x" })
   raises("unknown algo 'fused'", f, comm, send, out, scales, gamma, rows, cols, { algo = "fused" })
+  raises('numerics must be "max" or "rounded"', f, comm, send, out, scales, gamma, rows, cols, { numerics = "fast" })
+  raises('numerics must be "max" or "rounded"', f, comm, send, out, scales, gamma, rows, cols, { numerics = 1 })
   raises("gamma buffer holds 8 elements, the call needs 9", f, comm, send, out, scales, gamma, 1, 9)
   raises("scales buffer holds 2 elements, the call needs 3", f, comm, send, out, scales, gamma, 3, 4)
   raises("rows must be >= 0", f, comm, send, out, scales, gamma, -1, cols)

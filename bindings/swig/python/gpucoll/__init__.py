@@ -49,6 +49,10 @@ def __dir__():
 InvalidUsage = _ERRORS["GC_ERR_INVALID_USAGE"]
 
 
+# allreduce_rmsnorm_fp8's numerics by name (gc_norm_numerics_name's names)
+_NORM_NUMERICS = {"max": _s.GC_NORM_MAX, "rounded": _s.GC_NORM_ROUNDED}
+
+
 def _fail(cls, function, message):
     err = cls("%s: %s: %s" % (function, cls.code, message))
     err.message = message
@@ -798,12 +802,16 @@ class Comm:
     # -- the fused all-reduce + RMSNorm + FP8
     def allreduce_rmsnorm_fp8(self, send, gamma, out=None, scales=None, *, epsilon=1e-6,
                               weight_offset=0.0, scale_ub=0.0, residual=None, residual_out=None,
-                              out_dtype="fp8_e4m3", algo=None, max_blocks=0, pdl=None, stream=None):
-        """send (rows x cols, or one row) all-reduced (sum) plus residual, then per row
-        y = x / sqrt(mean(x^2) + epsilon) * (gamma + weight_offset) quantized to out_dtype
-        (fp8_e4m3 or fp8_e5m2) with one float32 scale a row. Returns (out, scales), new unless
-        given. residual_out, when given, receives x. A numpy out may be uint8 (the fp8 codes); a
-        new numpy out is one too unless ml_dtypes is installed."""
+                              out_dtype="fp8_e4m3", numerics="max", algo=None, max_blocks=0, pdl=None,
+                              stream=None):
+        """send (rows x cols, or one row) all-reduced (sum) plus residual, f in float32, then per
+        row y = v / sqrt(mean(v^2) + epsilon) * (gamma + weight_offset) quantized to out_dtype
+        (fp8_e4m3 or fp8_e5m2) with one float32 scale a row. numerics "max" (the default, Modular
+        MAX's): v = f, scale = min(max |y|, scale_ub) / FP8_MAX; "rounded": v = f rounded to
+        send's dtype, scale = max(max |y| / FP8_MAX, 1 / (FP8_MAX * 512)), then at most scale_ub
+        (gpucoll.h; scale_ub 0: no bound). Returns (out, scales), new unless given. residual_out,
+        when given, receives f rounded to send's dtype. A numpy out may be uint8 (the fp8 codes);
+        a new numpy out is one too unless ml_dtypes is installed."""
         f = "allreduce_rmsnorm_fp8"
         h = self._handle(f)
         s = _buffer(send, f, "send")
@@ -817,6 +825,9 @@ class Comm:
         norm.epsilon = _real(epsilon, "epsilon", f)
         norm.weight_offset = _real(weight_offset, "weight_offset", f)
         norm.scale_ub = _real(scale_ub, "scale_ub", f)
+        if not isinstance(numerics, str) or numerics not in _NORM_NUMERICS:
+            _fail(InvalidArgument, f, "numerics must be 'max' or 'rounded', not %r" % (numerics,))
+        norm.numerics = _NORM_NUMERICS[numerics]
         norm.gamma = self._like(f, "gamma", gamma, s, cols, s.dtype, keep).ptr
         if residual is not None:
             norm.residual = self._like(f, "residual", residual, s, rows * cols, s.dtype, keep).ptr

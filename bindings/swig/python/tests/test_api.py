@@ -104,13 +104,43 @@ def test_allreduce_rmsnorm_fp8_method(comm):
     x = sum(part(r) for r in range(comm.size)).reshape(rows, cols)
     np.testing.assert_array_equal(residual_out, x)
     y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 0.25) * gamma.astype(np.float64)
-    np.testing.assert_allclose(scales, np.maximum(np.abs(y).max(axis=1) / 448, 1 / (448 * 512)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(scales, np.abs(y).max(axis=1) / 448, rtol=1e-5)  # numerics "max"
     with pytest.raises(gpucoll.InvalidArgument, match="gamma has 36 elements, expected 37"):
         comm.allreduce_rmsnorm_fp8(send, gamma[:-1])
     with pytest.raises(gpucoll.InvalidArgument, match="out_dtype must be fp8_e4m3 or fp8_e5m2"):
         comm.allreduce_rmsnorm_fp8(send, gamma, out=np.zeros((rows, cols), np.float32),
                                    out_dtype="float32")
+
+
+def test_allreduce_rmsnorm_fp8_numerics(comm):
+    """numerics "max" (the default) normalizes the float32 sum and bounds the row maximum by
+    scale_ub; "rounded" normalizes the sum rounded to send's dtype and bounds the scale."""
+    rows, cols = 2, 40
+    i = np.arange(rows * cols)
+    # exact in float16 (steps of 1/1024 from 1); sums from 2 step by 1/512 there, so f != x
+    part = lambda r: 1 + ((i + r) % 4) / 1024 + (i % 3) / 4  # noqa: E731
+    send = part(comm.rank).astype(np.float16).reshape(rows, cols)
+    gamma = (0.5 + (np.arange(cols) % 9) / 8).astype(np.float16)
+    f = sum(part(r) for r in range(comm.size)).reshape(rows, cols)
+    x = f.astype(np.float16).astype(np.float64)
+    g = gamma.astype(np.float64)
+
+    def amax(v):
+        return np.abs(v / np.sqrt((v * v).mean(axis=1, keepdims=True) + 1e-6) * g).max(axis=1)
+
+    _, s_max = comm.allreduce_rmsnorm_fp8(send, gamma)
+    _, s_rounded = comm.allreduce_rmsnorm_fp8(send, gamma, numerics="rounded")
+    np.testing.assert_allclose(s_max, amax(f) / 448, rtol=1e-5)
+    np.testing.assert_allclose(s_rounded, np.maximum(amax(x) / 448, 1 / (448 * 512)), rtol=1e-5)
+    if comm.size > 1:  # one rank: f is x
+        assert (np.abs(s_max - s_rounded) > 1e-4 * s_max).any()
+    # scale_ub: the row maximum (max) against the scale itself (rounded), both binding
+    _, s = comm.allreduce_rmsnorm_fp8(send, gamma, scale_ub=0.5)
+    np.testing.assert_allclose(s, np.minimum(amax(f), 0.5) / 448, rtol=1e-5)
+    _, s = comm.allreduce_rmsnorm_fp8(send, gamma, scale_ub=1 / 2048, numerics="rounded")
+    np.testing.assert_allclose(s, np.full(rows, 1 / 2048), rtol=1e-6)
+    with pytest.raises(gpucoll.InvalidArgument, match="numerics must be 'max' or 'rounded', not 'fast'"):
+        comm.allreduce_rmsnorm_fp8(send, gamma, numerics="fast")
 
 
 def test_empty_gives_symmetric_host_memory_as_an_array(comm):
