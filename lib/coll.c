@@ -38,7 +38,7 @@ gc_result_t gc__allreduce_impl(const void *send, void *recv, size_t count, gc_dt
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
   if (plan.path != GC_PATH_MPI)
     return gc__run_allreduce(comm, &plan, &b, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
-  if (plan.wire != GC_WIRE_FMT_NATIVE) return gc__wire_allreduce_mpi(comm, &plan, send, recv, count, dtype, op, &o);
+  if (plan.wire != GC_WIRE_FMT_NATIVE) return gc__wire_allreduce_mpi(comm, (gc_kwire_t){plan.wire, plan.wire_group}, send, recv, count, dtype, op, &o);
   return gc__mpi_allreduce(comm, send, recv, count, dtype, op, &o, NULL, (cudaStream_t)stream);
 }
 

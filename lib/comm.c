@@ -54,6 +54,7 @@ static void comm_free(gc_comm_t comm) {
   gc__boot_destroy(comm);
   free(comm->algo_table_text);
   free(comm->tuned);
+  free(comm->last_plan);
   gc__comm_quarantine(comm);
 }
 

@@ -246,9 +246,9 @@ struct gc_comm {
   char *algo_table_text;
   struct gc__tuned *tuned; /* rows from gc_autotune / gc_tune_load, first match wins; NULL = none */
   int tuned_count;
-  gc__plan_t last_plan;  /* the plan of the last call that got one (plan_query.c) */
+  struct gc__plan *last_plan; /* the plan of the last call that got one (plan_query.c); NULL before */
   unsigned long plans_made;
-  gc__plan_t *plan_only; /* gc_plan_query under way: the call's plan goes here, nothing runs */
+  struct gc__plan *plan_only; /* gc_plan_query under way: the call's plan goes here, nothing runs */
   /* The mixed operations' groups (gc__mixed_groups): this rank's node, and the ranks with its
    * local rank on every node. NULL until the first mixed call; destroyed with the communicator. */
   gc_comm_t node_group, cross_group;

@@ -42,13 +42,13 @@ GC_HIDDEN void gc__wire_unpack_host(const void *wire, size_t count, gc_dtype_t d
 /* Ranks whose wire shares the MPI path lists on the stack (more: on the heap). */
 #define GC_MAX_WIRE_RANKS 64
 
-/* The MPI path's all-reduce over the wire of plan p (host buffers; any number of ranks and
+/* The MPI path's all-reduce over the plan's wire w (host buffers; any number of ranks and
  * nodes): per round of whole groups, each owner's share of every rank's packed input goes to its
  * owner (MPI_Ialltoallv, compressed bytes), which sums them in rank order and encodes the sum
  * once; the encoded sums are gathered by all (MPI_Iallgatherv) and decoded through o's
  * epilogue. The result is what docs/wire-format.md defines, the same bits on every rank and as
  * the kernels give. */
-GC_HIDDEN gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, const gc__plan_t *p, const void *send, void *recv,
+GC_HIDDEN gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, gc_kwire_t w, const void *send, void *recv,
                                              size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *o);
 
 #endif /* GC_WIRE_INTERNAL_H */

@@ -1,6 +1,7 @@
 /* plan_query.c — gc_plan_query: a collective's own entry runs up to its plan, which is taken
  * here instead of executed, so the query and the call cannot disagree; and the record of the
  * last plan a call took. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gc_entry.h"
@@ -8,8 +9,11 @@
 /* gc__plan_call's last step: every plan is recorded; under gc_plan_query it is handed over and
  * GC__PLANNED stops the entry before anything runs. */
 gc_result_t gc__plan_record(gc_comm_t comm, const gc__plan_t *plan) {
-  comm->last_plan = *plan;
-  comm->plans_made++;
+  if (!comm->last_plan) comm->last_plan = malloc(sizeof *comm->last_plan); /* freed with comm */
+  if (comm->last_plan) {
+    *comm->last_plan = *plan;
+    comm->plans_made++;
+  }
   if (!comm->plan_only) return GC_SUCCESS;
   *comm->plan_only = *plan;
   return GC__PLANNED;

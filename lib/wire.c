@@ -264,7 +264,7 @@ static gc_result_t same_wire_call(gc_comm_t comm, size_t count, gc_dtype_t dtype
   return gc__same_call(comm, &sig);
 }
 
-gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, const gc__plan_t *p, const void *send, void *recv, size_t count,
+gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, gc_kwire_t w, const void *send, void *recv, size_t count,
                                    gc_dtype_t dtype, gc_op_t op, const gc_options_t *o) {
   const void *ptrs[3] = {send, recv, o->add};
   static const char *const names[3] = {"sendbuf", "recvbuf", "options.add"};
@@ -274,7 +274,7 @@ gc_result_t gc__wire_allreduce_mpi(gc_comm_t comm, const gc__plan_t *p, const vo
                      "gc_allreduce_ex: the compressed wire on the MPI path takes host buffers; %s is device memory "
                      "(pass all buffers on the host, or all on peer-to-peer GPUs)", names[i]);
   GC_CHECK(same_wire_call(comm, count, dtype, op, o));
-  wire_mpi_t X = {comm, {p->wire, p->wire_group}, comm->size, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  wire_mpi_t X = {comm, w, comm->size, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   const size_t es = gc_dtype_size(dtype), os = gc_dtype_size(o->out_dtype);
   /* Rounds of whole groups (128 elements: every group size divides it) near GC_MPI_CHUNK_BYTES of
    * input, small enough for MPI's int counts. The bits do not depend on the rounds. */

@@ -402,7 +402,7 @@ static void test_query_matches_calls(void) {
                 continue;
               }
               ran++;
-              gc_plan_t took = gc__plan_public(internal_coll[k], &gc_test_comm->last_plan, es);
+              gc_plan_t took = gc__plan_public(internal_coll[k], gc_test_comm->last_plan, es);
               const int same = gc_test_comm->plans_made == made + 1 && same_plan(&took, &q);
               if (!same && differ++ < 4)
                 fprintf(stderr, "[rank %d] %s, %zu x %s, %s, sym %d: %lu plans; query %s/%s %d x %d, call %s/%s %d x %d\n",

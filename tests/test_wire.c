@@ -9,6 +9,7 @@
 #include "gc_internal.h"
 #include "gc_rng.h"
 #include "gc_test.h"
+#include "gc_plan.h"
 #include "gc_wire.h"
 
 long gc_test_wire_cuda_mismatches(void);
