@@ -9,26 +9,6 @@
 
 /* ---- all-reduce + RMSNorm + FP8 ------------------------------------------------------------- */
 
-static const char *const numerics_names[GC_NUM_NORM_NUMERICS] = {
-#define GC__NORM_NAME(name, str, doc) str,
-    GC_NORM_NUMERICS_MAP(GC__NORM_NAME)
-#undef GC__NORM_NAME
-};
-
-const char *gc_norm_numerics_name(gc_norm_numerics_t numerics) {
-  return (int)numerics >= 0 && numerics < GC_NUM_NORM_NUMERICS ? numerics_names[numerics] : NULL;
-}
-
-gc_result_t gc_norm_numerics_from_name(const char *name, gc_norm_numerics_t *out) {
-  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_norm_numerics_from_name: NULL argument");
-  for (int i = 0; i < GC_NUM_NORM_NUMERICS; i++)
-    if (strcmp(name, numerics_names[i]) == 0) {
-      *out = (gc_norm_numerics_t)i;
-      return GC_SUCCESS;
-    }
-  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown norm numerics '%s' (max, rounded)", name);
-}
-
 /* The numerics a struct asks for: a version-1 struct ends before the field and keeps its meaning
  * (ROUNDED); -1 for a version this library does not know. Not validated otherwise. */
 static int numerics_of(const gc_rmsnorm_fp8_t *m) {
@@ -301,17 +281,43 @@ static gc_result_t rmsnorm_composed(gc_comm_t comm, const void *send, void *out,
   return gc__scratch_free(comm, on_device, tmp, stream, rc);
 }
 
+/* gc__check_same_call under GC_CHECK_CALLS=2, with rmsnorm's columns, result type, residuals
+ * and numerics. */
+static gc_result_t same_rmsnorm_call(gc_comm_t comm, const void *send, size_t rows, size_t cols, gc_dtype_t dtype,
+                                     const gc_rmsnorm_fp8_t *m, const gc_options_t *opts) {
+  if (comm->check_calls != GC_CHECK_EVERY_CALL) return GC_SUCCESS;
+  gc__call_sig_t sig = gc__public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send, (gc__places_t){send, NULL, 0, 0});
+  sig.v[GC_SIG_COLS] = cols;
+  sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
+  sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;
+  sig.v[GC_SIG_NUMERICS] = (uint64_t)(int64_t)numerics_of(m);
+  return gc__same_call(comm, &sig);
+}
+
+/* All pointers on this rank's GPU (*device: how many), or all on the host. */
+static gc_result_t rmsnorm_places(gc_comm_t comm, const void *send, const void *out, const float *scales,
+                                  const gc_rmsnorm_fp8_t *m, int *device) {
+  const void *ptrs[] = {send, out, scales, m->gamma, m->residual, m->residual_out};
+  const char *names[] = {"sendbuf", "outbuf", "scales", "norm.gamma", "norm.residual", "norm.residual_out"};
+  int host = 0;
+  *device = 0;
+  for (int i = 0; i < 6; i++) {
+    if (!ptrs[i]) continue;
+    gc__ptr_kind_t kind;
+    GC_CHECK(gc__check_pointer(comm, ptrs[i], names[i], &kind));
+    host += kind == GC_PTR_HOST;
+    *device += kind == GC_PTR_DEVICE_OWN;
+  }
+  if (host && *device)
+    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
+                                                  "or all on the host, not some of each");
+  return GC_SUCCESS;
+}
+
 static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size_t rows, size_t cols, gc_dtype_t dtype,
                                 const gc_rmsnorm_fp8_t *m, gc_comm_t comm, void *stream, const gc_options_t *opts) {
   GC_CHECK(gc__comm_health(comm));
-  if (comm->check_calls == GC_CHECK_EVERY_CALL) { /* gc__check_same_call, with rmsnorm's columns, result type and residuals */
-    gc__call_sig_t sig = gc__public_sig(comm, GC_CALL_RMSNORM, rows, dtype, GC_SUM, 0, opts, send, (gc__places_t){send, NULL, 0, 0});
-    sig.v[GC_SIG_COLS] = cols;
-    sig.v[GC_SIG_OUT_DTYPE] = m ? (uint64_t)(int64_t)m->out_dtype : UINT64_MAX;
-    sig.v[GC_SIG_ADD] = m ? (m->residual != NULL) | (uint64_t)(m->residual_out != NULL) << 1 : 0;
-    sig.v[GC_SIG_NUMERICS] = (uint64_t)(int64_t)numerics_of(m);
-    GC_CHECK(gc__same_call(comm, &sig));
-  }
+  GC_CHECK(same_rmsnorm_call(comm, send, rows, cols, dtype, m, opts));
   GC_CHECK(check_rmsnorm(comm, send, out, scales, rows, cols, dtype, m));
   gc_options_t o;
   GC_CHECK(gc__resolve_options(comm, opts, dtype, 1, &o));
@@ -319,20 +325,8 @@ static gc_result_t rmsnorm_impl(const void *send, void *out, float *scales, size
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes no epilogue in its options "
                                                   "(scale, add, out_dtype); the residual is norm.residual");
   if (rows == 0 || cols == 0) return GC_SUCCESS;
-  /* All on this rank's GPU, or all on the host. */
-  const void *ptrs[] = {send, out, scales, m->gamma, m->residual, m->residual_out};
-  const char *names[] = {"sendbuf", "outbuf", "scales", "norm.gamma", "norm.residual", "norm.residual_out"};
-  int host = 0, device = 0;
-  for (int i = 0; i < 6; i++) {
-    if (!ptrs[i]) continue;
-    gc__ptr_kind_t kind;
-    GC_CHECK(gc__check_pointer(comm, ptrs[i], names[i], &kind));
-    host += kind == GC_PTR_HOST;
-    device += kind == GC_PTR_DEVICE_OWN;
-  }
-  if (host && device)
-    return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_allreduce_rmsnorm_fp8 takes all its pointers on this rank's GPU "
-                                                  "or all on the host, not some of each");
+  int device;
+  GC_CHECK(rmsnorm_places(comm, send, out, scales, m, &device));
   /* AUTO: a fused kernel, barrier-free (LL) where the all-reduce table takes LL at this size, else
    * the one-shot by reads; the all-reduce then the normalizing kernel without peer-to-peer GPUs.
    * The two-shot fused kernel only when asked for: 2 x H200, bf16, 8192 cols, gc_mem_alloc input,

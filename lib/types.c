@@ -310,3 +310,43 @@ double gc_element_get(const void *host_buf, size_t i, gc_dtype_t dtype) {
 void gc_element_set(void *host_buf, size_t i, gc_dtype_t dtype, double value) {
   if (host_buf && gc__dtype_valid(dtype)) gc__store_double(host_buf, i, dtype, value);
 }
+
+/* ---- names of the wire formats and the norm numerics ---------------------------------------- */
+
+static const char *const wire_names[] = {
+#define GC__X(name, str) str,
+    GC_WIRE_MAP(GC__X)
+#undef GC__X
+};
+
+const char *gc_wire_name(gc_wire_t wire) { return (int)wire >= 0 && wire < GC_NUM_WIRES ? wire_names[wire] : NULL; }
+
+gc_result_t gc_wire_from_name(const char *name, gc_wire_t *out) {
+  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_wire_from_name: NULL argument");
+  for (int i = 0; i < GC_NUM_WIRES; i++)
+    if (strcasecmp(name, wire_names[i]) == 0) {
+      *out = (gc_wire_t)i;
+      return GC_SUCCESS;
+    }
+  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown wire format '%s' (native, fp8, bf16)", name);
+}
+
+static const char *const numerics_names[GC_NUM_NORM_NUMERICS] = {
+#define GC__NORM_NAME(name, str, doc) str,
+    GC_NORM_NUMERICS_MAP(GC__NORM_NAME)
+#undef GC__NORM_NAME
+};
+
+const char *gc_norm_numerics_name(gc_norm_numerics_t numerics) {
+  return (int)numerics >= 0 && numerics < GC_NUM_NORM_NUMERICS ? numerics_names[numerics] : NULL;
+}
+
+gc_result_t gc_norm_numerics_from_name(const char *name, gc_norm_numerics_t *out) {
+  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_norm_numerics_from_name: NULL argument");
+  for (int i = 0; i < GC_NUM_NORM_NUMERICS; i++)
+    if (strcmp(name, numerics_names[i]) == 0) {
+      *out = (gc_norm_numerics_t)i;
+      return GC_SUCCESS;
+    }
+  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown norm numerics '%s' (max, rounded)", name);
+}

@@ -14,24 +14,6 @@ _Static_assert((int)GC_WIRE_NATIVE == GC_WIRE_FMT_NATIVE && (int)GC_WIRE_FP8 == 
                    (int)GC_WIRE_BF16 == GC_WIRE_FMT_BF16,
                "gc_wire_t and GC_WIRE_FMT_* differ");
 
-static const char *const wire_names[] = {
-#define GC__X(name, str) str,
-    GC_WIRE_MAP(GC__X)
-#undef GC__X
-};
-
-const char *gc_wire_name(gc_wire_t wire) { return (int)wire >= 0 && wire < GC_NUM_WIRES ? wire_names[wire] : NULL; }
-
-gc_result_t gc_wire_from_name(const char *name, gc_wire_t *out) {
-  if (!name || !out) return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_wire_from_name: NULL argument");
-  for (int i = 0; i < GC_NUM_WIRES; i++)
-    if (strcasecmp(name, wire_names[i]) == 0) {
-      *out = (gc_wire_t)i;
-      return GC_SUCCESS;
-    }
-  return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown wire format '%s' (native, fp8, bf16)", name);
-}
-
 gc_result_t gc__wire_check(gc_comm_t comm, const char *fn, int format, int group, gc_dtype_t dtype, gc_op_t op, gc_kwire_t *out) {
   const char *dn = gc_dtype_name(dtype) ? gc_dtype_name(dtype) : "an unknown dtype";
   gc_kwire_t w = {format, group};

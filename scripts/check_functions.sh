@@ -13,12 +13,6 @@ exec python3 - "$@" <<'PY'
 import os, re, sys
 
 LIMIT = 60
-# TEMPORARY EXCLUSIONS: functions over the limit in files under other changes now; each is still
-# listed, but does not fail the check. Split them and delete the entry (then the list).
-TEMPORARY_EXCLUSIONS = {
-    ('rmsnorm.c', 'rmsnorm_impl'),
-    ('tune.c', 'autotune'),
-}
 
 def strip(text):
     """Comments, string and character literals and preprocessor lines blanked; newlines kept."""
@@ -93,7 +87,7 @@ for arg in sys.argv[1:]:
         paths += sorted(os.path.join(arg, f) for f in os.listdir(arg) if f.endswith('.c'))
     else:
         paths.append(arg)
-long_ones, excused, count = [], [], 0
+long_ones, count = [], 0
 for p in paths:
     try:
         text = open(p, encoding='utf-8', errors='replace').read()
@@ -103,15 +97,11 @@ for p in paths:
     for name, line, body in functions(strip(text)):
         count += 1
         if body > LIMIT:
-            excluded = (os.path.basename(p), name) in TEMPORARY_EXCLUSIONS
-            (excused if excluded else long_ones).append((p, line, name, body))
-for p, line, name, body in excused:
-    print("check_functions: %s:%d: %s has %d lines (TEMPORARY_EXCLUSIONS)" % (os.path.relpath(p), line, name, body))
+            long_ones.append((p, line, name, body))
 if long_ones:
     print("check_functions: %d function(s) longer than %d lines:" % (len(long_ones), LIMIT), file=sys.stderr)
     for p, line, name, body in long_ones:
         print("  %s:%d: %s has %d lines" % (os.path.relpath(p), line, name, body), file=sys.stderr)
     sys.exit(1)
-print("check_functions: %d functions in %d files, none longer than %d lines%s" %
-      (count, len(paths), LIMIT, " but the %d excluded above" % len(excused) if excused else ""))
+print("check_functions: %d functions in %d files, none longer than %d lines" % (count, len(paths), LIMIT))
 PY
