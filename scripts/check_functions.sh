@@ -9,41 +9,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -gt 0 ] || set -- "$root/lib"
-exec python3 - "$@" <<'PY'
+exec env PYTHONPATH="$root/scripts" python3 - "$@" <<'PY'
 import os, re, sys
+
+from csource import strip_directives as strip
 
 LIMIT = 60
 
-def strip(text):
-    """Comments, string and character literals and preprocessor lines blanked; newlines kept."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith('/*', i):
-            j = text.find('*/', i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r'[^\n]', ' ', text[i:j]))
-            i = j
-        elif text.startswith('//', i):
-            j = text.find('\n', i)
-            j = n if j < 0 else j
-            out.append(' ' * (j - i))
-            i = j
-        elif c in '"\'':
-            j = i + 1
-            while j < n and text[j] != c and text[j] != '\n':
-                j += 2 if text[j] == '\\' else 1
-            out.append(c + re.sub(r'[^\n]', ' ', text[i + 1:j]) + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    lines, cont = ''.join(out).split('\n'), False
-    for k, line in enumerate(lines):
-        if cont or line.lstrip().startswith('#'):
-            cont = line.rstrip().endswith('\\')
-            lines[k] = ''
-    return '\n'.join(lines)
 
 def functions(code):
     """(name, first line, body lines) of every function defined at file level."""

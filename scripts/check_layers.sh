@@ -22,9 +22,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 lib=${1:-$root/lib}
 design=${2:-$root/docs/design.md}
 commands=${3:-}
-exec python3 - "$lib" "$design" "$commands" "$root" <<'PY'
+exec env PYTHONPATH="$root/scripts" python3 - "$lib" "$design" "$commands" "$root" <<'PY'
 import json, os, re, shlex, sys
 from collections import defaultdict
+
+from csource import strip
 
 lib, design, commands, repo = sys.argv[1], sys.argv[2], sys.argv[3], os.path.realpath(sys.argv[4])
 ident = re.compile(r'[A-Za-z_]\w*')
@@ -34,31 +36,6 @@ def fail_setup(msg):
     print("check_layers: " + msg, file=sys.stderr)
     sys.exit(2)
 
-def strip(text):
-    """Comments, string and character literals blanked; newlines kept."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith('/*', i):
-            j = text.find('*/', i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r'[^\n]', ' ', text[i:j]))
-            i = j
-        elif text.startswith('//', i):
-            j = text.find('\n', i)
-            j = n if j < 0 else j
-            out.append(' ' * (j - i))
-            i = j
-        elif c in '"\'':
-            j = i + 1
-            while j < n and text[j] != c and text[j] != '\n':
-                j += 2 if text[j] == '\\' else 1
-            out.append(c + re.sub(r'[^\n]', ' ', text[i + 1:j]) + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return ''.join(out)
 
 def split_directives(code):
     """(code without preprocessor lines, {macro: body}) of stripped text."""
