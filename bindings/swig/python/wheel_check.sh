@@ -1,12 +1,12 @@
 #!/bin/sh
-# wheel_check.sh PYTHON CMAKE BUILD_DIR WORK_DIR VERSION — the wheel built offline from this build
+# wheel_check.sh PYTHON CMAKE BUILD_DIR WORK_DIR VERSION MPIEXEC — the wheel built offline from this build
 # tree, checked: stage the package (component python), `pip wheel --no-index --no-build-isolation
 # --no-deps` it (setuptools only packs what the build made: nothing is compiled again), require a
 # wheel tagged for this interpreter and platform holding exactly one copy of libgpucoll,
 # `pip install --no-index --target` it into an empty directory, and import gpucoll from there with
 # __version__ == VERSION. Exit 77 (skipped) only where PYTHON has no pip.
 set -eu
-python=$1 cmake=$2 build=$3 work=$4 version=$5
+python=$1 cmake=$2 build=$3 work=$4 version=$5 mpiexec=$6
 if ! "$python" -m pip --version >/dev/null 2>&1; then
   echo "skipped: $python has no pip (apt-get install python3-pip)"
   exit 77
@@ -59,8 +59,10 @@ PY
 pipq install --no-index --no-deps -q --target "$work/target" "$wheel" || fail "pip install --target failed"
 # From an empty directory, with nothing but the target on the path: that copy must be the one
 # imported, and it must find its libgpucoll (RPATH $ORIGIN), not the build tree's.
+# Under mpirun (one rank), as every Python test here: the ranks' environment is where the
+# sanitizer build preloads its runtimes.
 cd "$work"
-env -u PYTHONPATH -u LD_LIBRARY_PATH PYTHONPATH="$work/target" PYTHONDONTWRITEBYTECODE=1 \
+"$mpiexec" -np 1 --oversubscribe env -u PYTHONPATH -u LD_LIBRARY_PATH PYTHONPATH="$work/target" PYTHONDONTWRITEBYTECODE=1 \
   "$python" -c '
 import os, sys
 import gpucoll
