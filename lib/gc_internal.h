@@ -261,11 +261,12 @@ GC_HIDDEN gc_result_t gc__device_enter(gc_comm_t comm, int *prev);
 GC_HIDDEN void gc__device_leave(gc_comm_t comm, int prev);
 #define GC_ON_DEVICE(comm, call)                               \
   do {                                                         \
+    gc_comm_t gc_on_ = (comm); /* read once: call may free what it came from */ \
     int gc_prev_;                                              \
-    gc_result_t gc_rr_ = gc__device_enter((comm), &gc_prev_);  \
+    gc_result_t gc_rr_ = gc__device_enter(gc_on_, &gc_prev_);  \
     if (gc_rr_ != GC_SUCCESS) return gc_rr_;                   \
     gc_rr_ = (call);                                           \
-    gc__device_leave((comm), gc_prev_);                        \
+    gc__device_leave(gc_on_, gc_prev_);                        \
     return gc_rr_;                                             \
   } while (0)
 

@@ -224,8 +224,7 @@ static gc_result_t mixed_destroy(gc_mixed_t m) {
 
 gc_result_t gc_mixed_destroy(gc_mixed_t m) {
   GC_CHECK(gc__mixed_check(m));
-  gc_comm_t comm = m->comm; /* GC_ON_DEVICE leaves the device after the call has freed m */
-  GC_ON_DEVICE(comm, mixed_destroy(m));
+  GC_ON_DEVICE(m->comm, mixed_destroy(m));
 }
 
 gc_result_t gc_mixed_get_layout(gc_mixed_t m, gc_mixed_layout_t *out) {
