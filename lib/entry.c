@@ -37,9 +37,11 @@ gc_options_t gc__without_epilogue(const gc_options_t *o, gc_dtype_t out_dtype) {
 }
 
 /* Fills *out from opts (NULL = defaults), with out_dtype resolved; refuses epilogues that do not
- * fit the dtype or the collective. */
-gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
-                                   gc_options_t *out) {
+ * fit the dtype or the collective. wire_fn: the call that takes a compressed wire, whose request
+ * is checked against dtype and op (gc__wire_check) and kept resolved (fp8 group 0 becomes 32);
+ * NULL: the call moves native data only. */
+static gc_result_t resolve(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
+                           const char *wire_fn, gc_op_t op, gc_options_t *out) {
   gc_options_t o = GC_OPTIONS_INIT;
   if (opts) {
     if (opts->version != GC_OPTIONS_VERSION)
@@ -53,7 +55,7 @@ gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dty
   if (o.max_blocks > GC_KMAX_BLOCKS) /* one signal row a block: more have none to meet at */
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.max_blocks %d is above %d, the most blocks a kernel takes "
                    "(GC_KMAX_BLOCKS); use 0 (the dispatch table) to %d", o.max_blocks, GC_KMAX_BLOCKS, GC_KMAX_BLOCKS);
-  if (o.wire != GC_WIRE_NATIVE || o.wire_group != 0) {
+  if (!wire_fn && (o.wire != GC_WIRE_NATIVE || o.wire_group != 0)) {
     const char *wn = gc_wire_name(o.wire);
     if (!wn) return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "options.wire %d is not a gc_wire_t", (int)o.wire);
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
@@ -73,30 +75,24 @@ gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dty
   if (o.out_dtype != dtype && !gc__dtype_is_float(o.out_dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "cannot cast %s results to %s", gc_dtype_name(dtype),
                    gc_dtype_name(o.out_dtype));
+  if (wire_fn) {
+    gc_kwire_t w;
+    GC_CHECK(gc__wire_check(comm, wire_fn, (int)o.wire, o.wire_group, dtype, op, &w));
+    o.wire = (gc_wire_t)w.format;
+    o.wire_group = w.group;
+  }
   *out = o;
   return GC_SUCCESS;
 }
 
-/* gc__resolve_options for gc_allreduce_ex, which also takes a compressed wire: the request is
- * checked against dtype and op (gc__wire_check) and kept in out->wire and out->wire_group (the
- * group resolved: 0 becomes 32 for fp8). */
+gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
+                                gc_options_t *out) {
+  return resolve(comm, opts, dtype, reduces, NULL, GC_SUM, out);
+}
+
 gc_result_t gc__resolve_wire_options(gc_comm_t comm, const char *fn, const gc_options_t *opts, gc_dtype_t dtype,
                                      gc_op_t op, gc_options_t *out) {
-  gc_options_t plain;
-  const gc_options_t *given = opts;
-  if (opts && opts->version == GC_OPTIONS_VERSION) {
-    plain = *opts;
-    plain.wire = GC_WIRE_NATIVE;
-    plain.wire_group = 0;
-    given = &plain;
-  }
-  GC_CHECK(gc__resolve_options(comm, given, dtype, 1, out));
-  if (given != &plain) return GC_SUCCESS;
-  gc_kwire_t w;
-  GC_CHECK(gc__wire_check(comm, fn, (int)opts->wire, opts->wire_group, dtype, op, &w));
-  out->wire = (gc_wire_t)w.format;
-  out->wire_group = w.group;
-  return GC_SUCCESS;
+  return resolve(comm, opts, dtype, 1, fn, op, out);
 }
 
 gc_result_t gc__check_pointer(gc_comm_t comm, const void *p, const char *name, gc__ptr_kind_t *kind) {
