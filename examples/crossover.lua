@@ -8,7 +8,7 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/crossover.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 1K:64M (x2 steps) on GPUs, 1K:1M on host buffers
   OUTDIR  where crossover.csv goes (default crossover-results)
-  coll=allreduce  algos=oneshot,oneshot_ll,twoshot,twoshot_push,auto (coll=reducescatter adds copyengine)
+  coll=allreduce  algos=oneshot,oneshot_ll,twoshot,writes,auto (coll=reducescatter adds copyengine)
           on host buffers: gpucoll's MPI path (mpi) against the MPI library's own call (MPI_...),
           the only two different paths there (auto picks mpi)
   dtype=float32  iters=20  warmup=5  graph=1  host=0
@@ -28,7 +28,7 @@ local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:64M" or "1K:1M"))
 local coll, dtype = opts.coll, opts.dtype
 -- copyengine needs symmetric buffers except in reduce-scatter, and these are not symmetric.
-local gpu_algos = "oneshot,oneshot_ll,twoshot,twoshot_push" .. (coll == "reducescatter" and ",copyengine" or "") .. ",auto"
+local gpu_algos = "oneshot,oneshot_ll,twoshot,writes" .. (coll == "reducescatter" and ",copyengine" or "") .. ",auto"
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
 local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and gpu_algos or ("mpi," .. util.mpi_names[coll])))
 local mpi_lib = util.mpi_lib(comm)

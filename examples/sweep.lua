@@ -10,7 +10,7 @@ usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=val
   SIZES   bytes per collective (nccl-tests' size): 1K:256M (x2 steps), 1K:256M:4 (x4 steps)
           or a list 4K,1M,64M; default 1K:256M:4 on GPUs, 1K:4M:4 on host buffers
   OUTDIR  where sweep.csv, sweep.json and sweep.png go (default sweep-results)
-  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,mpi
+  colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,oneshot_ll,twoshot,writes,copyengine,mpi
   dtype=float32  iters=20  warmup=5  graph=1  check=1  host=0 (1: host buffers on GPUs too)
   nccl=auto (1: measure NCCL, also beside host buffers; 0: not)  plot=1 (0: CSV and JSON only)
   R=all   NCCL's buffer modes, as gpucoll-bench --vs nccl -R: 0 plain (cudaMalloc), 1 registered
@@ -36,7 +36,7 @@ local n, rank = comm.size, comm.rank
 local on_gpu = util.all_gpu(comm)
 local where = on_gpu and "device" or "host" -- "device": symmetric (gc_mem_alloc) buffers
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,oneshot_ll,twoshot,twoshot_push,copyengine,mpi" or "mpi"))
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,oneshot_ll,twoshot,writes,copyengine,mpi" or "mpi"))
 local colls, dtype = util.list(opts.colls), opts.dtype
 -- On GPUs, gc_mem_alloc buffers (comm:symmetric): the kernels use them in place and the
 -- copy-engine path writes into them; both are freed collectively as their block ends.

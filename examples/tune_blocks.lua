@@ -8,7 +8,7 @@ local usage = [[
 usage: mpirun -np N gpucoll-lua run examples/tune_blocks.lua [SIZES] [OUTDIR] [key=value ...]
   SIZES   default 64K,1M,16M,128M on GPUs, 4K,64K on host buffers
   OUTDIR  where tune_blocks.csv goes (default tune-results)
-  coll=allreduce  algos=oneshot,twoshot,twoshot_push  blocks=1,2,4,8,16,24,32,48,64
+  coll=allreduce  algos=oneshot,twoshot,writes  blocks=1,2,4,8,16,24,32,48,64
 On host buffers the only path is MPI's, which launches no kernels: there are no blocks to tune, so
 each size is timed once through it (max_blocks 0) and beside the MPI library's own call.
   dtype=float32  iters=20  warmup=5  graph=1  host=0
@@ -27,7 +27,7 @@ local where = on_gpu and "device" or "host"
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "64K,1M,16M,128M" or "4K,64K"))
 local coll, dtype = opts.coll, opts.dtype
 assert(util.busbw_factor[coll], "unknown collective '" .. coll .. "'")
-local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot,twoshot_push"
+local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "oneshot,twoshot,writes"
   or ("mpi," .. util.mpi_names[coll])))
 local blocks = {}
 for _, b in ipairs(util.list(opts.blocks)) do blocks[#blocks + 1] = math.tointeger(tonumber(b)) end

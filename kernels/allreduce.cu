@@ -30,7 +30,7 @@ __device__ __forceinline__ void reduce_two(const gc_kargs_t &a, size_t el0, size
 }
 
 template <typename T, typename A, int OPK>
-__global__ void GC_LAUNCH_BOUNDS push_kernel(const gc_kargs_t a) {
+__global__ void GC_LAUNCH_BOUNDS oneshot_writes_kernel(const gc_kargs_t a) {
   constexpr int E = 16 / sizeof(T);
   using P = Pack<T, true>;
   pdl_begin(a.pdl);
@@ -165,7 +165,7 @@ __device__ __forceinline__ void chunk_slice(size_t full, size_t packs, int n, in
 // when done with this call.
 // put_bytes (common.cuh) stores to destinations at any offset.
 template <typename T, typename A, int OPK>
-__global__ void GC_LAUNCH_BOUNDS twoshot_push_kernel(const gc_kargs_t a) {
+__global__ void GC_LAUNCH_BOUNDS twoshot_writes_kernel(const gc_kargs_t a) {
   constexpr int E = 16 / sizeof(T);
   pdl_begin(a.pdl);
   Sync sync(a.peers);
@@ -239,14 +239,14 @@ template <typename T, typename A, int OPK>
 static cudaError_t launch(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t s) {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config(a, s, attr);
-  if (algo == GC_KALGO_PUSH) {
+  if (algo == GC_KALGO_ONESHOT_WRITES) {
     // One pack per thread, GC_PUSH_BLOCK_BYTES per block: the grid follows from the size alone.
     size_t packs = (a->count * sizeof(T) + 15) / 16;
     cfg.gridDim = dim3((unsigned)((packs + GC_PUSH_THREADS - 1) / GC_PUSH_THREADS));
     cfg.blockDim = dim3(GC_PUSH_THREADS);
-    return cudaLaunchKernelEx(&cfg, push_kernel<T, A, OPK>, *a);
+    return cudaLaunchKernelEx(&cfg, oneshot_writes_kernel<T, A, OPK>, *a);
   }
-  if (algo == GC_KALGO_TWOSHOT_PUSH) return cudaLaunchKernelEx(&cfg, twoshot_push_kernel<T, A, OPK>, *a);
+  if (algo == GC_KALGO_TWOSHOT_WRITES) return cudaLaunchKernelEx(&cfg, twoshot_writes_kernel<T, A, OPK>, *a);
   // Vector packs need 16-byte aligned inputs (shared by all ranks: staging or symmetric at the
   // same offset) and a publish area alike; the local output may be unaligned. p2p_allreduce asks
   // for the two-shot only so; anything else takes the one-shot kernel here as well.

@@ -295,7 +295,7 @@ __global__ void GC_LAUNCH_BOUNDS staged_ring_kernel(const gc_kargs_t a, int gath
 }
 
 // Bytes per piece of the broadcasts by writes: about four per block, 16-byte multiples from 8 KB
-// to `most`; `asked` (GC_PUSH_PIECE) when set.
+// to `most`; `asked` (the push_piece switch) when set.
 static size_t piece_for(size_t bytes, size_t blocks, size_t most, size_t asked) {
   if (asked) return (asked + 15) & ~(size_t)15;
   const size_t piece = (bytes / (blocks * 4) + 15) & ~(size_t)15;

@@ -96,9 +96,9 @@ typedef struct gc_kargs {
                         waits and signals (control_pipeline) */
 } gc_kargs_t;
 
-/* PUSH: one-shot for up to GC_PUSH_MAX_BYTES through the push areas (grid fixed by the size). */
-/* TWOSHOT_PUSH: two-shot by writes through inboxes (in[]) into pub[] (see allreduce.cu). */
-typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_PUSH = 3, GC_KALGO_TWOSHOT_PUSH = 4 } gc_kalgo_t;
+/* ONESHOT_WRITES: one-shot by writes, up to GC_PUSH_MAX_BYTES, through the push areas (grid fixed by the size). */
+/* TWOSHOT_WRITES: two-shot by writes through inboxes (in[]) into pub[] (see allreduce.cu). */
+typedef enum { GC_KALGO_ONESHOT = 1, GC_KALGO_TWOSHOT = 2, GC_KALGO_ONESHOT_WRITES = 3, GC_KALGO_TWOSHOT_WRITES = 4 } gc_kalgo_t;
 
 /* All return a cudaError_t value (0 = launched). */
 int gc_kernel_allreduce(const gc_kargs_t *a, gc_kalgo_t algo, cudaStream_t stream);

@@ -60,8 +60,8 @@ static void comm_free(gc_comm_t comm) {
 
 /* What a rank sets up on its own: the parameters and its GPU. */
 static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
-  /* Integer knobs are read in range or refused: a cast of what was read let GC_TIMEOUT_MS=4294967297
-   * be a 1 ms timeout and GC_PUSH_PIECE=-1 a piece of 2^64 - 1 bytes. */
+  /* Integer knobs are read in range or refused: a cast of what was read would make
+   * GC_TIMEOUT_MS=4294967297 a 1 ms timeout. */
   comm->timeout_ms = cfg->timeout_ms;
   if (comm->timeout_ms <= 0) GC_CHECK(gc__param_range(GC_PARAM_TIMEOUT_MS, 1, INT_MAX, &comm->timeout_ms));
   /* A staging area of up to 64 GB (rounding a larger size could wrap) */
@@ -75,32 +75,18 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   GC_CHECK(gc__param_range(GC_PARAM_MAX_BLOCKS, 0, GC_KMAX_BLOCKS, &comm->max_blocks)); /* the kernels' most */
   int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
   comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
-  int piece = 0, relay = 0;
-  GC_CHECK(gc__param_range(GC_PARAM_PUSH_PIECE, 0, INT_MAX, &piece));
-  comm->push_piece = (size_t)piece;
   /* auto, 0, 1 -> -1, 0, 1 */
   static const char *const auto_off_on[] = {"auto", "0", "1"};
   GC_CHECK(gc__param_word(GC_PARAM_PDL, auto_off_on, 3, &comm->pdl)); /* auto: decided with the device */
   comm->pdl--;
-  GC_CHECK(gc__param_range(GC_PARAM_LL_RELAY_BYTES, 0, INT_MAX, &relay));
-  comm->ll_relay_bytes = (size_t)relay;
-  GC_CHECK(gc__param_range(GC_PARAM_LL_THREADS, 32, 512, &comm->ll_threads));
-  comm->ll_threads = comm->ll_threads / 32 * 32;
-  const char *schedule = gc__param_str(GC_PARAM_PUSH_SCHEDULE);
-  comm->push_schedule = strcmp(schedule, "ring") == 0 ? 1 : strcmp(schedule, "owners") == 0 ? 0 : -1;
-  GC_CHECK(gc__param_word(GC_PARAM_PUSH_CONTROL, auto_off_on, 3, &comm->push_control));
-  comm->push_control--;
-  static const char *const ce_forms[] = {"auto", "copies", "reads", "writes"}; /* GC_CE_AR_* order */
-  GC_CHECK(gc__param_word(GC_PARAM_CE_ALLREDUCE, ce_forms, 4, &comm->ce_allreduce));
-  GC_CHECK(gc__param_range(GC_PARAM_CE_CHUNKS, 1, GC_CE_MAX_CHUNKS, &comm->ce_chunks));
-  GC_CHECK(gc__param_range(GC_PARAM_STAGED_BLOCKS, 1, 128, &comm->staged_blocks));
+  gc__switches_default(&comm->sw_init);
+  GC_CHECK(gc__switches_parse(&comm->sw_init, gc__param_str(GC_PARAM_SWITCHES), "GC_SWITCHES:"));
+  comm->sw = comm->sw_init;
   static const char *const none_mpi_all[] = {"0", "auto", "1"}; /* gc__check_level_t's order */
   GC_CHECK(gc__param_word(GC_PARAM_CHECK_CALLS, none_mpi_all, 3, &comm->check_calls));
-  if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS) {
-    char list[256];
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s is not an algorithm (%s)", gc__param_str(GC_PARAM_ALGO),
-                   gc__algo_list(list, sizeof list));
-  }
+  if (gc_algo_from_name(gc__param_str(GC_PARAM_ALGO), &comm->forced_algo) != GC_SUCCESS)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "GC_ALGO=%s: %s", gc__param_str(GC_PARAM_ALGO),
+                   gc__message_body(gc_comm_last_error(NULL)));
 
   static const char *const off_on_auto[] = {"0", "1", "auto"}; /* atoi read "true" as off */
   int aware = 0;
@@ -117,31 +103,24 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
  * write past a peer's, a different chunk would leave ranks waiting for rounds that never come.
  * Each is compared once here; a difference is refused on every rank, naming the setting. */
 static gc_result_t same_settings(gc_comm_t comm) {
-  const struct {
-    const char *name;
-    uint64_t value;
-  } set[] = {
-      {"the staging area (gc_config_t.staging_bytes or GC_STAGING_BYTES)", comm->tp.staging_bytes},
-      {"GC_MPI_CHUNK_BYTES", comm->mpi_chunk_bytes},
-      {"GC_ALGO", (uint64_t)comm->forced_algo},
-      {"GC_MAX_BLOCKS", (uint64_t)(int64_t)comm->max_blocks},
-      {"GC_PUSH_PIECE", comm->push_piece},
-      {"GC_PUSH_SCHEDULE", (uint64_t)(int64_t)comm->push_schedule},
-      {"GC_PUSH_CONTROL", (uint64_t)(int64_t)comm->push_control},
-      {"GC_CE_ALLREDUCE", (uint64_t)comm->ce_allreduce},
-      {"GC_CE_CHUNKS", (uint64_t)comm->ce_chunks},
-      {"GC_STAGED_BLOCKS", (uint64_t)comm->staged_blocks},
-      {"GC_LL_RELAY_BYTES", comm->ll_relay_bytes},
-      {"GC_LL_THREADS", (uint64_t)comm->ll_threads},
-  };
-  enum { N = sizeof set / sizeof set[0] };
-  uint64_t v[N], lo[N], hi[N];
-  for (int i = 0; i < N; i++) v[i] = set[i].value;
-  GC_CHECK(gc__boot_range_u64(comm, v, N, lo, hi));
-  for (int i = 0; i < N; i++)
+  enum { FIXED = 4, MOST = FIXED + 16 };
+  const char *name[MOST] = {"the staging area (gc_config_t.staging_bytes or GC_STAGING_BYTES)", "GC_MPI_CHUNK_BYTES",
+                            "GC_ALGO", "GC_MAX_BLOCKS"};
+  uint64_t v[MOST] = {comm->tp.staging_bytes, comm->mpi_chunk_bytes, (uint64_t)comm->forced_algo,
+                      (uint64_t)(int64_t)comm->max_blocks},
+           lo[MOST], hi[MOST];
+  const int n = FIXED + gc__switches_count();
+  if (n > MOST) return GC_FAIL(NULL, GC_ERR_INTERNAL, "more switches than same_settings holds");
+  for (int i = FIXED; i < n; i++) {
+    name[i] = gc__switch_key(i - FIXED); /* GC_SWITCHES' keys */
+    v[i] = (uint64_t)gc__switch_value(&comm->sw_init, i - FIXED);
+  }
+  GC_CHECK(gc__boot_range_u64(comm, v, n, lo, hi));
+  for (int i = 0; i < n; i++)
     if (lo[i] != hi[i])
-      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "ranks differ in %s (from %" PRId64 " to %" PRId64
-                     "); every rank must use the same", set[i].name, (int64_t)lo[i], (int64_t)hi[i]);
+      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "ranks differ in %s%s (from %" PRId64 " to %" PRId64
+                     "); every rank must use the same", i >= FIXED ? "GC_SWITCHES " : "", name[i], (int64_t)lo[i],
+                     (int64_t)hi[i]);
   return GC_SUCCESS;
 }
 

@@ -348,7 +348,7 @@ gc_result_t gc__ce_broadcast(gc_comm_t comm, const gc_kpeers_t *peers, const voi
 
 /* A copy within this GPU by the SMs, leaving the copy engine to the copies to peers. */
 static gc_result_t local_copy(gc_comm_t comm, void *dst, const void *src, size_t bytes, cudaStream_t s) {
-  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, comm->staged_blocks, s), "local copy");
+  return gc__launched(comm, gc_kernel_copy(dst, src, bytes, comm->sw.staged_blocks, s), "local copy");
 }
 
 /* Source p's row in rank q's staging buffers: how many of q's other sources come before it,

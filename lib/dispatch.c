@@ -33,12 +33,12 @@ static const row_t sm90_rows[] = {
     /* LL one-shot against the push one-shot, 2 GPUs, us: 1 KB 3.19 vs 3.49, 256 KB 4.80 vs 4.94;
      * 1 MB 7.24 (one pack per thread) vs two-shot by writes 9.69. */
     {GC_COLL_ALLREDUCE, 2, 2, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 1 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
     /* The two-shot by writes (every chunk in one kernel) against the copy engines, 2 x H200, forced,
      * us: 55.89 / 108.1 / 204.5 / 389.0 at 16 / 32 /
      * 64 / 128 MB against 68.66 / 119.2 / 212.7 / 401.1; 767.6 / 3017.8 at 256 MB / 1 GB against
      * 728.2 / 2774.8. Outputs peers cannot write take it at every size (coll.c `staged`). */
-    {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 2, 2, 128 * MB, GC_ALGO_WRITES, NONE, NONE},
     {GC_COLL_ALLREDUCE, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* 4 GPUs, us: LL one-shot 3.62 /
      * 4.06 / 6.93 at 1 / 16 / 256 KB against the push one-shot's 3.76 / 4.13 / 7.34; two-shot by
@@ -47,11 +47,11 @@ static const row_t sm90_rows[] = {
     /* 4 GPUs, forced: LL one-shot 8.77-8.82 us at 512 KB against the two-shot by
      * writes' 9.31-9.34 (128-thread blocks), 14.86-14.98 at 1 MB against 11.81-11.97. */
     {GC_COLL_ALLREDUCE, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 512 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
     /* 4 GPUs, forced, us, the two-shot by writes in one kernel: 298.6 / 587.9 /
      * 1166.7 at 64 / 128 / 256 MB against the copy engines' 319.8 / 604.9 / 1167.5. 3 GPUs: not
      * measured at 128 MB. */
-    {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 3, 4, 128 * MB, GC_ALGO_WRITES, NONE, NONE},
     {GC_COLL_ALLREDUCE, 3, 4, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* 8 GPUs: the push one-shot 3.72 / 4.34 at 1 / 16 KB against LL's 4.19 / 4.84; LL 5.95 / 10.22
      * at 64 / 256 KB against the one-shot's 6.09 / 13.43 and the two-shot by writes' 11.55 / 12.19;
@@ -60,8 +60,8 @@ static const row_t sm90_rows[] = {
      * 1 GB against by reads 1449.7 / 5734.0 and by writes 1456.7 / 5826.1. */
     {GC_COLL_ALLREDUCE, 5, 8, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, 64 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
+    {GC_COLL_ALLREDUCE, 5, 8, 64 * MB, GC_ALGO_WRITES, NONE, NONE},
     {GC_COLL_ALLREDUCE, 5, 8, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     /* LL against the push / read kernels, us, 4 GPUs: 4.24 vs 4.35 at 1 KB, 5.91 vs 6.14 at 256 KB,
      * 7.02 vs 8.64 at 1 MB; 2 GPUs 6.03 vs 7.94 at 1 MB (forced). */
@@ -86,9 +86,9 @@ static const row_t sm90_rows[] = {
      * out of place and 4007.4 in place at 1 GB against the one-shot's 2151.2-2158.7 / 2152.3-2154.7
      * (3 x H200, forced). On 4 GPUs coll.c also keeps it off parts that are
      * off 16-byte boundaries. */
-    {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, NONE, GC_ALGO_TWOSHOT_PUSH},
-    {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
-    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_REDUCESCATTER, 4, 4, 256 * MB, GC_ALGO_ONESHOT, NONE, GC_ALGO_WRITES},
+    {GC_COLL_REDUCESCATTER, 4, 4, ANY, GC_ALGO_WRITES, NONE, NONE},
+    {GC_COLL_REDUCESCATTER, 1, 8, ANY, GC_ALGO_ONESHOT, NONE, GC_ALGO_WRITES},
     {GC_COLL_ALLGATHER, 1, 1, ANY, GC_ALGO_ONESHOT, NONE, NONE},
     /* All-gather by LL, us: ties the push kernel to 64 KB, loses at 256 KB (4 GPUs 5.71 vs 5.48, 2
      * GPUs 4.79 vs 4.53), wins at 1 MB on 2 GPUs (6.17 vs 8.25; forced/ll{4,2}_allgather_*_run14.txt). */
@@ -105,8 +105,8 @@ static const row_t sm90_rows[] = {
      * engines and the one-shot with copy-in, --eager (by writes without the control warp; with
      * it: 64 MB 108.2, 256 MB 390.5, 1 GB 1536.9): 16 MB 39.30 / 68.19 / 39.70, 64 MB 113.9 / 148.5 /
      * 138.6, 256 MB 406.6 / 427.0 / 549.7, 1 GB 1593.8 / 1527.3 / 2201.7. */
-    {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
-    {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_ALLGATHER, 2, 2, 64 * MB, GC_ALGO_WRITES, NONE, NONE},
+    {GC_COLL_ALLGATHER, 2, 2, 256 * MB, GC_ALGO_COPYENGINE, NONE, GC_ALGO_WRITES},
     {GC_COLL_ALLGATHER, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, NONE},
     {GC_COLL_ALLGATHER, 3, 4, 64 * MB, GC_ALGO_ONESHOT, NONE, NONE}, /* 64 MB: 164.8 vs 167.4 us */
     /* 8 GPUs: the push kernel 3.80 / 5.24 / 8.37 / 20.66 at 1 KB / 256 KB / 1 MB / 4 MB against LL's
@@ -127,9 +127,9 @@ static const row_t sm90_rows[] = {
      * / 2949.7). */
     {GC_COLL_BROADCAST, 2, 2, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_BROADCAST, 2, 2, 4 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
-    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, GC_ALGO_TWOSHOT_PUSH},
+    {GC_COLL_BROADCAST, 2, 2, 16 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
+    {GC_COLL_BROADCAST, 2, 2, 64 * MB, GC_ALGO_WRITES, NONE, NONE},
+    {GC_COLL_BROADCAST, 2, 2, ANY, GC_ALGO_COPYENGINE, NONE, GC_ALGO_WRITES},
     /* 4 GPUs: the push one-shot 3.14 / 3.36 at 1 / 16 KB against LL's 3.61 / 3.67; LL (direct to
      * 256 KB, through owners from 512 KB) 3.97 / 5.48 / 7.95 / 17.10 / 30.00 / 59.61 / 118.9 at
      * 64 KB / 256 KB / 1 / 4 / 8 / 16 / 32 MB against the one-shot's 4.27 / 6.32 / 16.24 and the
@@ -139,7 +139,7 @@ static const row_t sm90_rows[] = {
      * engines' 338.9 / 1127.8. */
     {GC_COLL_BROADCAST, 3, 4, 16 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_BROADCAST, 3, 4, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
+    {GC_COLL_BROADCAST, 3, 4, 32 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
     /* 8 GPUs: the push one-shot 2.91 / 4.67 at 1 / 64 KB against LL's 4.38 / 5.01; LL 8.88 / 9.48 /
      * 22.46 / 80.04 / 317.6 at 256 KB / 1 / 4 / 16 / 64 MB against the one-shot's 9.41 / 28.19 and
      * by writes through owners 12.76 / 15.24 / 28.66 / 88.61 / 231.3 (32 KB pieces); the two-stage
@@ -149,8 +149,8 @@ static const row_t sm90_rows[] = {
      * between its 22.46 and 80.04 at 4 and 16 MB). */
     {GC_COLL_BROADCAST, 5, 8, 64 * KB, GC_ALGO_ONESHOT, NONE, NONE},
     {GC_COLL_BROADCAST, 5, 8, 256 * KB, GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, NONE},
-    {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_TWOSHOT_PUSH, NONE},
-    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_TWOSHOT_PUSH, NONE, NONE},
+    {GC_COLL_BROADCAST, 5, 8, 8 * MB, GC_ALGO_ONESHOT_LL, GC_ALGO_WRITES, NONE},
+    {GC_COLL_BROADCAST, 3, 8, ANY, GC_ALGO_WRITES, NONE, NONE},
 };
 
 /* Every other architecture (sm_80, sm_89, sm_100, ...; host-only ranks too, which take the MPI
@@ -230,7 +230,7 @@ int gc__table_rows(int cc_major, const gc__row_t **out, const char **name) {
 }
 
 gc_result_t gc__dispatch_describe(gc_comm_t comm) {
-  size_t cap = 4096 + (size_t)comm->tuned_count * 80, n = 0;
+  size_t cap = 8192 + (size_t)comm->tuned_count * 80, n = 0;
   char *text = malloc(cap);
   if (!text) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
   const row_t *rows = NULL;
@@ -270,6 +270,7 @@ gc_result_t gc__dispatch_describe(gc_comm_t comm) {
     n += (size_t)snprintf(text + n, cap - n, "%-14s %-7s %-12s %-9s tuned (first match wins)\n", gc__coll_name(t->coll),
                           "this", upto, gc_algo_name(t->algo));
   }
+  if (n < cap) n += gc__switches_describe(&comm->sw, text + n, cap - n);
   free(comm->algo_table_text);
   comm->algo_table_text = text;
   return GC_SUCCESS;

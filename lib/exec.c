@@ -20,8 +20,7 @@ void gc__facts(gc_comm_t comm, gc__facts_t *f) {
   f->ce_inbox_fits = comm->local_size >= 2 && gc__ce_inbox_fits(comm);
   f->multimem_ready = comm->mm.ready;
   f->multimem_why = comm->mm.why;
-  f->sw = (gc__switches_t){comm->push_piece, comm->push_schedule, comm->push_control, comm->ce_allreduce,
-                           comm->ce_chunks, comm->staged_blocks, comm->ll_relay_bytes, comm->ll_threads};
+  f->sw = comm->sw;
   f->tuned = comm->tuned;
   f->tuned_count = comm->tuned_count;
 }

@@ -35,7 +35,7 @@ static gc_result_t ce_copies(gc_comm_t comm, const gc__plan_t *p, const gc__bufs
   a.recv = (char *)recv + body * os;
   a.count = count - body;
   a.ep.add = o->add ? (const char *)o->add + body * es : NULL;
-  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
+  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_ONESHOT_WRITES, stream), "all-reduce");
 }
 
 /* By reads, an input peers cannot read is copied into the output first, over an add vector that
@@ -73,7 +73,7 @@ static gc_result_t twoshot_writes(gc_comm_t comm, const gc__plan_t *p, const gc_
   a.recv = recv;
   a.count = count;
   a.chunk = p->chunk;
-  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_PUSH, stream), "all-reduce");
+  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_TWOSHOT_WRITES, stream), "all-reduce");
 }
 
 /* Chunk by chunk: peers read the input in place, or this rank's chunk copied into staging. */
@@ -107,7 +107,7 @@ static gc_result_t direct(gc_comm_t comm, const gc__plan_t *p, const void *send,
   a.recv = recv;
   a.count = count;
   if (p->form == GC_FORM_LL) return gc__launched(comm, gc_kernel_reduce_ll(&a, 0, stream), "all-reduce");
-  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_PUSH, stream), "all-reduce");
+  return gc__launched(comm, gc_kernel_allreduce(&a, GC_KALGO_ONESHOT_WRITES, stream), "all-reduce");
 }
 
 /* Over a compressed wire, round by round of p->chunk elements (whole groups), through the

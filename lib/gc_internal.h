@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpucoll.h"
+#include "gc_switches.h"
 
 #define GC_HIDDEN __attribute__((visibility("hidden")))
 
@@ -25,15 +26,8 @@
   XX(LOCAL_SIZE, "GC_LOCAL_SIZE", "0", "ranks per node; splits one host into nodes (0 = MPI)")      \
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
-  XX(PUSH_PIECE, "GC_PUSH_PIECE", "0", "bytes per piece of the kernels by writes (0 = by size)")    \
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
-  XX(PUSH_SCHEDULE, "GC_PUSH_SCHEDULE", "auto", "broadcast by writes: owners, ring or auto (by size)") \
-  XX(PUSH_CONTROL, "GC_PUSH_CONTROL", "auto", "kernels by writes: a control warp signals (1), the block (0), auto (reduce-scatter on 3-4 GPUs, all-gather through staging)") \
-  XX(CE_ALLREDUCE, "GC_CE_ALLREDUCE", "auto", "copy-engine all-reduce's reduce half: copies, reads, writes or auto") \
-  XX(CE_CHUNKS, "GC_CE_CHUNKS", "2", "copy-engine all-reduce by copies: pipeline stages, 1-8") \
-  XX(STAGED_BLOCKS, "GC_STAGED_BLOCKS", "128", "staged copy-engine path: blocks of its copies out of staging, 1-128") \
-  XX(LL_RELAY_BYTES, "GC_LL_RELAY_BYTES", "524288", "LL broadcast on 3+ GPUs: through owners from this size") \
-  XX(LL_THREADS, "GC_LL_THREADS", "128", "threads per block of the LL kernels (32-512, rounded to 32)") \
+  XX(SWITCHES, "GC_SWITCHES", "", "the dispatch table's experiment switches, key=value,... (push_piece, push_schedule, push_control, ce_allreduce, ce_chunks, staged_blocks, ll_relay_bytes, ll_threads; docs/design.md)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)") \
   XX(CHECK_CALLS, "GC_CHECK_CALLS", "auto", "ranks compare each call's arguments first: auto (the MPI path's calls), 1 (every call), 0 (none)")
@@ -227,16 +221,10 @@ struct gc_comm {
   gc_algo_t forced_algo;  /* from GC_ALGO; GC_ALGO_AUTO = none */
   int max_blocks;         /* from GC_MAX_BLOCKS; 0 = none */
   size_t mpi_chunk_bytes; /* from GC_MPI_CHUNK_BYTES (> 0) */
-  size_t push_piece;      /* from GC_PUSH_PIECE; 0 = by size */
-  int push_schedule;      /* from GC_PUSH_SCHEDULE: 1 ring, 0 owners, -1 by size */
-  int push_control;       /* from GC_PUSH_CONTROL: 1 on, 0 off, -1 by collective and size */
-  int ce_allreduce;       /* from GC_CE_ALLREDUCE: a GC_CE_AR_* value */
-  int ce_chunks;          /* from GC_CE_CHUNKS: 1-8 */
-  int staged_blocks;      /* from GC_STAGED_BLOCKS: 1-128 */
+  gc__switches_t sw;      /* in force: sw_init, then a loaded tune file's 'set' lines */
+  gc__switches_t sw_init; /* the built-in values, then GC_SWITCHES */
   int cc_major;           /* compute capability of the GPU (9: clusters, PDL); 0 on host-only ranks */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
-  size_t ll_relay_bytes;  /* from GC_LL_RELAY_BYTES */
-  int ll_threads;         /* from GC_LL_THREADS: 32-512, a multiple of 32 */
   int timeout_ms;
   int check_calls;        /* a gc__check_level_t from GC_CHECK_CALLS, the most any rank asks */
   int call_met;           /* the public call under way has reached a comparison every rank makes (agree.c) */
@@ -490,6 +478,9 @@ GC_HIDDEN gc_result_t gc__share_fd(gc_comm_t comm, int fd, int *out);
 GC_HIDDEN gc_result_t gc__dispatch_describe(gc_comm_t comm);
 /* "auto, oneshot, ...": every algorithm name, into buf. */
 GC_HIDDEN const char *gc__algo_list(char *buf, size_t n);
+/* The algorithm by writes under its former name: tune files carrying it load as "writes"; an
+ * option or GC_ALGO naming it is refused with a message that names "writes". */
+#define GC__ALGO_WRITES_ALIAS "twoshot_push"
 
 /* Pointer classification (memory.c). */
 typedef enum { GC_PTR_HOST, GC_PTR_DEVICE_OWN, GC_PTR_DEVICE_OTHER } gc__ptr_kind_t;

@@ -7,7 +7,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "gc_switches.h"
 #include "gpucoll.h"
 
 #ifndef GC_HIDDEN
@@ -17,7 +19,7 @@
 typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST,
                GC_NUM_COLLS } gc__coll_t;
 
-/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE). */
+/* The copy-engine all-reduce's reduce half (the ce_allreduce switch). */
 enum { GC_CE_AR_AUTO, GC_CE_AR_COPIES, GC_CE_AR_READS, GC_CE_AR_WRITES };
 
 /* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
@@ -27,17 +29,20 @@ typedef struct gc__tuned {
   gc_algo_t algo;
 } gc__tuned_t;
 
-/* The experiment switches of the kernels by writes, the copy engines and LL (GC_PUSH_PIECE, ...). */
-typedef struct gc__switches {
-  size_t push_piece;     /* bytes per piece of the kernels by writes; 0 = by size */
-  int push_schedule;     /* broadcast by writes: 1 ring, 0 owners, -1 by size */
-  int push_control;      /* kernels by writes: 1 control warp, 0 none, -1 by collective and size */
-  int ce_allreduce;      /* a GC_CE_AR_* value */
-  int ce_chunks;         /* 1-GC_CE_MAX_CHUNKS */
-  int staged_blocks;     /* 1-128 */
-  size_t ll_relay_bytes; /* LL broadcast on 3+ GPUs through owners from this size */
-  int ll_threads;        /* 32-512, a multiple of 32 */
-} gc__switches_t;
+/* The experiment switches (switches.c declares each once: name, range, built-in value, doc). */
+GC_HIDDEN void gc__switches_default(gc__switches_t *sw);
+/* key to value, as GC_SWITCHES or a tune file's 'set' line gives it; `where` starts the message
+ * ("GC_SWITCHES:"). */
+GC_HIDDEN gc_result_t gc__switches_set(gc__switches_t *sw, const char *key, const char *value, const char *where);
+/* A comma list of key=value (GC_SWITCHES), applied in order over *sw. */
+GC_HIDDEN gc_result_t gc__switches_parse(gc__switches_t *sw, const char *list, const char *where);
+GC_HIDDEN int gc__switches_count(void);
+GC_HIDDEN const char *gc__switch_key(int i);                          /* 0 <= i < gc__switches_count() */
+GC_HIDDEN int64_t gc__switch_value(const gc__switches_t *sw, int i); /* as a number */
+/* A 'set KEY VALUE' line for every switch off its built-in value (gc_tune_save). */
+GC_HIDDEN void gc__switches_write(const gc__switches_t *sw, FILE *f);
+/* One line a switch, its value in force and its doc (gc_comm_algo_table); the bytes written. */
+GC_HIDDEN size_t gc__switches_describe(const gc__switches_t *sw, char *buf, size_t cap);
 
 /* What the communicator offers a call: the same on every rank of a node. */
 typedef struct gc__facts {

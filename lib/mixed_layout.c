@@ -272,9 +272,9 @@ gc_result_t gc__mixed_require(gc_mixed_t m, gc_mixed_op_t op, const char *fn) {
 /* What options.algo may name for a collective on a group that reaches its peers' GPUs: what
  * gc_autotune tries for it (tune.c), then MULTIMEM for the reductions where it is set up. */
 static int kernel_algos(gc__coll_t coll, int multimem, gc_algo_t *list) {
-  static const gc_algo_t ar[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH,
+  static const gc_algo_t ar[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES,
                                  GC_ALGO_COPYENGINE, GC_ALGO_MPI};
-  static const gc_algo_t other[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE,
+  static const gc_algo_t other[] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE,
                                     GC_ALGO_MPI};
   const gc_algo_t *from = coll == GC_COLL_ALLREDUCE ? ar : other;
   int n = coll == GC_COLL_ALLREDUCE ? (int)(sizeof ar / sizeof ar[0]) : (int)(sizeof other / sizeof other[0]);

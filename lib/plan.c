@@ -34,7 +34,7 @@ static int grid_for(size_t bytes, int cap, size_t per_block) {
  * slice per destination, and the small blocks spread a small slice over more SMs: with 512-thread
  * blocks half the threads idle at 1 MB on 4 GPUs, whose slices are a quarter of the input. On 2
  * GPUs the 512-thread grid already gives every thread one pack per destination. */
-static int twoshot_push_threads(int nranks, size_t slice_bytes) {
+static int twoshot_writes_threads(int nranks, size_t slice_bytes) {
   if (nranks < 3) return 0;
   if (slice_bytes <= 1 * MB) return 128;
   if (slice_bytes <= 2 * MB) return 256;
@@ -108,8 +108,8 @@ static void choose_grid(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p
   if (f->max_blocks > 0 && f->max_blocks < cap) cap = f->max_blocks;
   if (c->max_blocks > 0) cap = c->max_blocks; /* at most GC_KMAX_BLOCKS: gc__resolve_options refuses more */
   const size_t slice = c->bytes / (size_t)n;
-  const int small_twoshot = !ll && p->algo == GC_ALGO_TWOSHOT_PUSH && c->coll == GC_COLL_ALLREDUCE
-                                ? twoshot_push_threads(n, slice)
+  const int small_twoshot = !ll && p->algo == GC_ALGO_WRITES && c->coll == GC_COLL_ALLREDUCE
+                                ? twoshot_writes_threads(n, slice)
                                 : 0;
   size_t work = c->bytes, per_block = 2 * GC_KTHREADS;
   p->threads = GC_KTHREADS;
@@ -179,7 +179,7 @@ size_t gc__bywrites_slot(const gc__facts_t *f) {
 
 /* Half the grid as streams (a sender and a reducer each, at most GC_BYWRITES_STREAMS), pieces of
  * about most / streams bytes from 4 KB up to the inbox slot (32 KB with the senders' control
- * warp), or GC_PUSH_PIECE; no more streams than pieces. The control warp by default on 3-4 GPUs,
+ * warp), or the push_piece switch; no more streams than pieces. The control warp by default on 3-4 GPUs,
  * where it is faster; on 2 GPUs the block signals faster. */
 gc__bywrites_shape_t gc__bywrites_shape(const gc__facts_t *f, size_t most, int blocks) {
   const int n = f->local_size;
@@ -198,7 +198,7 @@ gc__bywrites_shape_t gc__bywrites_shape(const gc__facts_t *f, size_t most, int b
   return s;
 }
 
-/* The rings through staging (all-gather and broadcast by writes): pieces by size or GC_PUSH_PIECE,
+/* The rings through staging (all-gather and broadcast by writes): pieces by size or the push_piece switch,
  * the control warp by default for the all-gather, where it is faster (the broadcast's is level). */
 static void staged_ring(const gc__facts_t *f, int gather, gc__plan_t *p) {
   p->form = GC_FORM_RING_STAGED;
@@ -213,7 +213,7 @@ static void staged_ring(const gc__facts_t *f, int gather, gc__plan_t *p) {
  * elements it would be 0). */
 static size_t aligned_chunk(size_t chunk, size_t count) { return chunk < count ? chunk & ~(size_t)15 : chunk; }
 
-/* The copy-engine all-reduce's reduce half (GC_CE_ALLREDUCE; auto: by copies out of place where
+/* The copy-engine all-reduce's reduce half (the ce_allreduce switch; auto: by copies out of place where
  * gc__ce_allreduce_by_copies says they are faster, else the reduce-scatter table's choice for this
  * size and input, by writes or by reads). */
 static void plan_ce_allreduce(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p) {
@@ -225,7 +225,7 @@ static void plan_ce_allreduce(const gc__facts_t *f, const gc__call_t *c, gc__pla
     return;
   }
   if (form == GC_CE_AR_AUTO || form == GC_CE_AR_COPIES)
-    form = gc__table_choice(f->cc_major, f->local_size, GC_COLL_REDUCESCATTER, c->bytes, c->sym_in) == GC_ALGO_TWOSHOT_PUSH
+    form = gc__table_choice(f->cc_major, f->local_size, GC_COLL_REDUCESCATTER, c->bytes, c->sym_in) == GC_ALGO_WRITES
                ? GC_CE_AR_WRITES
                : GC_CE_AR_READS;
   if (gc__bywrites_slot(f) < 256) form = GC_CE_AR_READS; /* inboxes too small (GC_STAGING_BYTES) */
@@ -240,7 +240,7 @@ static gc_result_t plan_allreduce_ce(const gc__facts_t *f, const gc__call_t *c, 
   if (!c->sym_out && staged(f, p, c->bytes, SIZE_MAX)) {
     const int by_copies = f->sw.ce_allreduce == GC_CE_AR_COPIES || gc__bywrites_slot(f) < 256;
     GC_CHECK(usable_or(f, c, !by_copies || f->ce_inbox_fits, "a larger staging area (GC_STAGING_BYTES)",
-                       GC_ALGO_TWOSHOT_PUSH, p));
+                       GC_ALGO_WRITES, p));
     if (p->algo == GC_ALGO_COPYENGINE) {
       p->form = GC_FORM_CE_STAGED;
       p->by_copies = by_copies;
@@ -249,7 +249,7 @@ static gc_result_t plan_allreduce_ce(const gc__facts_t *f, const gc__call_t *c, 
   }
   GC_CHECK(usable_or(f, c, c->sym_out && (c->sym_in || c->os == c->es),
                      c->sym_out ? "sendbuf from gc_mem_alloc when out_dtype differs" : "recvbuf from gc_mem_alloc",
-                     GC_ALGO_TWOSHOT_PUSH, p));
+                     GC_ALGO_WRITES, p));
   if (p->algo == GC_ALGO_COPYENGINE) plan_ce_allreduce(f, c, p);
   return GC_SUCCESS;
 }
@@ -293,7 +293,7 @@ static gc_result_t plan_allreduce(const gc__facts_t *f, const gc__call_t *c, gc_
     if (p->algo == GC_ALGO_COPYENGINE) return GC_SUCCESS;
   }
   if (p->algo == GC_ALGO_ONESHOT && c->bytes <= GC_PUSH_MAX_BYTES) p->form = GC_FORM_PUSH;
-  else if (p->algo == GC_ALGO_TWOSHOT_PUSH) plan_twoshot_writes(f, c, p);
+  else if (p->algo == GC_ALGO_WRITES) plan_twoshot_writes(f, c, p);
   else plan_allreduce_reads(f, c, p);
   return GC_SUCCESS;
 }
@@ -326,16 +326,16 @@ static gc_result_t plan_reducescatter(const gc__facts_t *f, const gc__call_t *c,
     return GC_SUCCESS;
   }
   take_plain(c->sym_in, p);
-  if (c->sym_in && p->algo == GC_ALGO_TWOSHOT_PUSH && p->from_table && !c->parts_on_packs) {
+  if (c->sym_in && p->algo == GC_ALGO_WRITES && p->from_table && !c->parts_on_packs) {
     p->fell_from = p->algo;
     p->algo = GC_ALGO_ONESHOT;
   }
-  if (p->algo == GC_ALGO_TWOSHOT_PUSH) {
+  if (p->algo == GC_ALGO_WRITES) {
     const char *why = c->axis == 1 ? "contiguous parts (axis 0 or 1-D)"
                       : gc__bywrites_slot(f) < 256 ? "a larger staging area (GC_STAGING_BYTES)"
                                                    : NULL;
     GC_CHECK(usable_or(f, c, why == NULL, why, GC_ALGO_ONESHOT, p));
-    if (p->algo == GC_ALGO_TWOSHOT_PUSH) {
+    if (p->algo == GC_ALGO_WRITES) {
       const gc__bywrites_shape_t s = gc__bywrites_shape(f, c->most_part * c->es, p->blocks);
       p->form = GC_FORM_RS_WRITES;
       p->piece = s.piece;
@@ -364,9 +364,9 @@ static gc_result_t plan_allgather(const gc__facts_t *f, const gc__call_t *c, gc_
     return GC_SUCCESS;
   }
   take_plain(c->sym_out, p);
-  if (p->algo == GC_ALGO_TWOSHOT_PUSH) { /* by writes through staging: any buffers */
+  if (p->algo == GC_ALGO_WRITES) { /* by writes through staging: any buffers */
     GC_CHECK(usable_or(f, c, 1, "", GC_ALGO_ONESHOT, p));
-    if (p->algo == GC_ALGO_TWOSHOT_PUSH) {
+    if (p->algo == GC_ALGO_WRITES) {
       staged_ring(f, 1, p);
       return GC_SUCCESS;
     }
@@ -389,7 +389,7 @@ static gc_result_t plan_allgather(const gc__facts_t *f, const gc__call_t *c, gc_
   return GC_SUCCESS;
 }
 
-/* Broadcast by writes: along the ring or through owners (GC_PUSH_SCHEDULE). By size: owners (two
+/* Broadcast by writes: along the ring or through owners (the push_schedule switch). By size: owners (two
  * hops) up to 64 MB on 3-4 GPUs and 256 MB on 5-8, the ring (one writer per receiver) above. */
 static int push_schedule_ring(const gc__facts_t *f, size_t bytes) {
   if (f->sw.push_schedule >= 0) return f->sw.push_schedule;
@@ -401,7 +401,7 @@ static int push_schedule_ring(const gc__facts_t *f, size_t bytes) {
  * cannot write take the ring through staging by writes. */
 static gc_result_t plan_broadcast(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *p) {
   const int n = f->local_size;
-  if (p->algo == GC_ALGO_ONESHOT_LL) { /* on 3+ GPUs from GC_LL_RELAY_BYTES through owners */
+  if (p->algo == GC_ALGO_ONESHOT_LL) { /* on 3+ GPUs from the ll_relay_bytes switch through owners */
     take_plain(1, p);
     p->form = GC_FORM_LL;
     p->ring = n > 2 && c->bytes >= f->sw.ll_relay_bytes;
@@ -419,9 +419,9 @@ static gc_result_t plan_broadcast(const gc__facts_t *f, const gc__call_t *c, gc_
       return GC_SUCCESS;
     }
   }
-  if (p->algo == GC_ALGO_TWOSHOT_PUSH) {
+  if (p->algo == GC_ALGO_WRITES) {
     GC_CHECK(usable_or(f, c, 1, "", GC_ALGO_ONESHOT, p));
-    if (p->algo == GC_ALGO_TWOSHOT_PUSH) {
+    if (p->algo == GC_ALGO_WRITES) {
       if (!c->sym_out) {
         staged_ring(f, 0, p);
         return GC_SUCCESS;

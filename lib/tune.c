@@ -15,11 +15,11 @@
  * row of the built-in table takes it, so measurement is how it gets chosen. gc__tune_candidates
  * keeps those the planner takes as asked for the tuner's call on this communicator. */
 static const gc_algo_t candidates[GC_NUM_COLLS][7] = {
-    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE,
+    [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
-    [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
-    [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
-    [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_COPYENGINE,
+    [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+    [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
+    [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
 };
 
@@ -202,6 +202,7 @@ gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
 
 /* ---- save and load -------------------------------------------------------------------------
  * Text, one row a line:   gpus N   then   <collective> <max bytes | any> <algorithm>   then
+ * set <switch> <value>   for each switch off its built-in value (switches.c), then
  * end <rows>   with its newline, last: a file cut at any byte lacks that line, so it is refused
  * instead of read as a smaller table. The file is written beside its target and renamed over it,
  * so a save that fails (disk full, a size limit, a read-only directory) leaves the old file. */
@@ -214,6 +215,7 @@ static void write_rows(gc_comm_t comm, FILE *f) {
     if (t->max_bytes == SIZE_MAX) fprintf(f, "%s any %s\n", gc__coll_name(t->coll), gc_algo_name(t->algo));
     else fprintf(f, "%s %zu %s\n", gc__coll_name(t->coll), t->max_bytes, gc_algo_name(t->algo));
   }
+  gc__switches_write(&comm->sw, f);
   fprintf(f, "end %d\n", comm->tuned_count);
 }
 
@@ -317,6 +319,8 @@ static int parse_count(const char *s, unsigned long long max, unsigned long long
 /* What the lines read so far hold. */
 typedef struct {
   gc__tuned_t *rows;
+  gc__switches_t sw;       /* the communicator's GC_SWITCHES, then the file's 'set' lines */
+  char why[256];           /* what is wrong with a 'set' line */
   int n, gpus;             /* gpus: -1 until its line */
   int ended;               /* the 'end <rows>' line was read */
   unsigned long long said; /* its row count */
@@ -337,13 +341,20 @@ static const char *parse_line(char *const *w, int nw, tune_text_t *t) {
     t->said = v;
     return NULL;
   }
+  if (strcmp(w[0], "set") == 0) {
+    if (nw != 3) return "is not 'set <switch> <value>'";
+    if (gc__switches_set(&t->sw, w[1], w[2], "sets") == GC_SUCCESS) return NULL;
+    snprintf(t->why, sizeof t->why, "%s", gc__message_body(gc_comm_last_error(NULL)));
+    return t->why;
+  }
   int coll = -1;
   gc_algo_t algo = GC_ALGO_AUTO;
   for (int k = 0; nw == 3 && k < GC_NUM_COLLS; k++)
     if (strcmp(w[0], gc__coll_name((gc__coll_t)k)) == 0) coll = k;
   if (coll >= 0 && strcmp(w[1], "any") == 0) v = SIZE_MAX;
   else if (coll >= 0 && !parse_count(w[1], SIZE_MAX, &v)) coll = -1;
-  if (coll < 0 || gc_algo_from_name(w[2], &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
+  const char *name = coll >= 0 && strcmp(w[2], GC__ALGO_WRITES_ALIAS) == 0 ? "writes" : w[2];
+  if (coll < 0 || gc_algo_from_name(name, &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
     return "is not '<collective> <bytes|any> <algorithm>'";
   t->rows[t->n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)v, algo};
   return NULL;
@@ -370,7 +381,8 @@ static int ends_whole(const char *text, size_t len) {
  * line last ('#' starts a comment line). Anything else is refused, naming the line as an editor
  * counts it: a file that is not exactly what gc_tune_save writes (or a hand edit of it) must not
  * become rows. */
-static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned_t **out, int *count) {
+static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned_t **out, int *count,
+                         gc__switches_t *sw) {
   static const char *const regenerate = "make a new one with gc_autotune and gc_tune_save";
   if (!ends_whole(text, strlen(text)))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT,
@@ -379,7 +391,7 @@ static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned
                    path, regenerate);
   int lines = 1;
   for (const char *p = text; *p; p++) lines += *p == '\n';
-  tune_text_t t = {calloc((size_t)lines, sizeof(gc__tuned_t)), 0, -1, 0, 0};
+  tune_text_t t = {.rows = calloc((size_t)lines, sizeof(gc__tuned_t)), .sw = comm->sw_init, .gpus = -1};
   if (!t.rows) return GC_FAIL(comm, GC_ERR_SYSTEM, "out of host memory");
   int line = 0;
   const char *bad = NULL;
@@ -408,6 +420,7 @@ static gc_result_t parse(gc_comm_t comm, const char *path, char *text, gc__tuned
   }
   *out = t.rows;
   *count = t.n;
+  *sw = t.sw;
   return GC_SUCCESS;
 }
 
@@ -439,13 +452,16 @@ gc_result_t gc_tune_load(gc_comm_t comm, const char *path) {
     r = GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_tune_load: %s holds a NUL byte; it is not a tune file", path);
   gc__tuned_t *rows = NULL;
   int count = 0;
-  if (r == GC_SUCCESS) r = parse(comm, path, text, &rows, &count);
+  gc__switches_t sw;
+  if (r == GC_SUCCESS) r = parse(comm, path, text, &rows, &count, &sw);
   free(text);
   GC_CHECK(r);
+  comm->sw = sw;
   return set_rows(comm, rows, count);
 }
 
 gc_result_t gc_tune_reset(gc_comm_t comm) {
   GC_CHECK(gc__comm_check(comm));
+  comm->sw = comm->sw_init;
   return set_rows(comm, NULL, 0);
 }

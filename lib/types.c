@@ -113,6 +113,9 @@ gc_result_t gc_algo_from_name(const char *name, gc_algo_t *out) {
   int i = lookup(name, algo_names, GC_NUM_ALGOS, NULL);
   if (i < 0) {
     char list[256];
+    if (strcmp(name, GC__ALGO_WRITES_ALIAS) == 0)
+      return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown algorithm '%s': the algorithm by writes is 'writes' (%s)",
+                     name, gc__algo_list(list, sizeof list));
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "unknown algorithm '%s' (%s)", name, gc__algo_list(list, sizeof list));
   }
   *out = (gc_algo_t)i;

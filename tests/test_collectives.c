@@ -496,13 +496,13 @@ static int rs_fp8_epilogue(void) {
 }
 
 /* cases() again on another communicator: `staging_bytes` of staging (0: the default), the
- * control warp of the kernels by writes on or off (GC_PUSH_CONTROL: 1 or 0; -1: as configured). */
+ * control warp of the kernels by writes on or off (the push_control switch: 1 or 0; -1: as configured). */
 static int on_comm(int (*cases)(void), size_t staging_bytes, int push_control) {
   gc_comm_t keep = gc_test_comm, other = NULL;
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.staging_bytes = staging_bytes;
   GC_TEST_OK(gc_comm_init(&other, MPI_COMM_WORLD, &cfg));
-  if (push_control >= 0) other->push_control = push_control;
+  if (push_control >= 0) other->sw.push_control = push_control;
   gc_test_comm = other;
   int bad = cases();
   gc_test_comm = keep;
@@ -569,7 +569,7 @@ static void test_copyengine(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
-/* ---- broadcast by writes (twoshot_push) -------------------------------------------------------- */
+/* ---- broadcast by writes (writes) -------------------------------------------------------- */
 
 static int broadcast_push_cases(void) {
   int bad = 0;
@@ -615,7 +615,7 @@ static int broadcasts_queued(gc_algo_t algo);
 
 static void test_bywrites_rings(void) {
   if (!gc_test_peer_gpus("broadcast and all-gather by writes", 2)) return;
-  mode_algo = GC_ALGO_TWOSHOT_PUSH;
+  mode_algo = GC_ALGO_WRITES;
   mode_symmetric = 1;
   int bad = broadcast_push_cases();
   bad += allgather_push_cases();
@@ -627,8 +627,8 @@ static void test_bywrites_rings(void) {
   bad += allgather_push_cases();
   bad += on_small_staging(broadcast_push_cases);
   bad += on_small_staging(allgather_push_cases);
-  bad += !broadcasts_queued(GC_ALGO_TWOSHOT_PUSH);
-  /* The same rings with a control warp per block (GC_PUSH_CONTROL=1), on both staging sizes. */
+  bad += !broadcasts_queued(GC_ALGO_WRITES);
+  /* The same rings with a control warp per block (push_control=1), on both staging sizes. */
   bad += on_comm(broadcast_push_cases, 0, 1);
   bad += on_comm(allgather_push_cases, 0, 1);
   bad += on_comm(allgather_push_cases, 1 << 20, 1);
@@ -638,7 +638,7 @@ static void test_bywrites_rings(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
-/* ---- reduce-scatter by writes (twoshot_push) -------------------------------------------------- */
+/* ---- reduce-scatter by writes (writes) -------------------------------------------------- */
 
 static int rs_bywrites_cases(void) {
   static const size_t counts[] = {0, 1, 3, 1021, 262147};
@@ -660,7 +660,7 @@ static int rs_bywrites_cases(void) {
 
 static void test_rs_bywrites(void) {
   if (!gc_test_peer_gpus("reduce-scatter by writes", 2)) return;
-  mode_algo = GC_ALGO_TWOSHOT_PUSH;
+  mode_algo = GC_ALGO_WRITES;
   int bad = 0;
   /* Any buffers: plain and from gc_mem_alloc; inbox slots under 1 KB (hundreds of pieces per
    * stream). */
@@ -672,7 +672,7 @@ static void test_rs_bywrites(void) {
   /* Refused by name: column blocks, and a staging area too small for the inboxes. */
   void *send = gc_test_alloc(64 * 64 * 4), *recv = gc_test_alloc(64 * 64 * 4);
   gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  o.algo = GC_ALGO_WRITES;
   CU_ASSERT_EQUAL(gc_reducescatter_2d(send, recv, 64, 64, 1, GC_FLOAT32, GC_SUM, gc_test_comm, NULL, &o),
                   GC_ERR_UNSUPPORTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "contiguous"));
@@ -937,7 +937,7 @@ static int seq_cases(void) {
   /* Host buffers (no GPU) take the MPI path whatever is asked: there AUTO and MPI only, and the
    * smaller sizes. */
   static const gc_algo_t algos[] = {GC_ALGO_AUTO, GC_ALGO_MPI, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT,
-                                    GC_ALGO_TWOSHOT_PUSH, GC_ALGO_ONESHOT_LL, GC_ALGO_COPYENGINE};
+                                    GC_ALGO_WRITES, GC_ALGO_ONESHOT_LL, GC_ALGO_COPYENGINE};
   static const size_t counts[] = {1, 1021, 65537, 262147, 1000003};
   const size_t nalgos = gc_test_on_gpu ? sizeof algos / sizeof algos[0] : 2;
   const size_t ncounts = gc_test_on_gpu ? sizeof counts / sizeof counts[0] : 3;
@@ -1004,7 +1004,7 @@ static void test_after_rings(void) {
     c[2] = seq_call(SEQ_AG, GC_BFLOAT16, GC_SUM, AG, 0);
     c[3] = seq_call(SEQ_RS, GC_FLOAT32, GC_SUM, RS, 0);
     for (int k = 0; k < EACH; k++) {
-      c[k].algo = GC_ALGO_TWOSHOT_PUSH;
+      c[k].algo = GC_ALGO_WRITES;
       seq_prepare(&c[k]);
     }
   }
@@ -1105,7 +1105,7 @@ static void test_ll(void) {
   rs_case_t rows = {GC_FLOAT16, GC_DTYPE_SAME, GC_PROD, 1, 0, 37, 129, 1, 1.0, 0}; /* axis 0, uneven, in place */
   bad += !run_rs(&rows);
   bad += !run_ag(GC_FP8_E5M2, 4097, 1);
-  /* Broadcast: every root; direct below GC_LL_RELAY_BYTES (512 KB by default), through owners
+  /* Broadcast: every root; direct below the ll_relay_bytes switch (512 KB by default), through owners
    * from there on 3+ GPUs (131075 bf16: a last pack cut short); unaligned; more than one
    * generation (8 MB) in chunks, the last one short. */
   for (int root = 0; root < gc_test_size; root++) {

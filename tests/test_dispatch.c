@@ -35,7 +35,7 @@ static int coll_has(gc__coll_t coll, gc_algo_t algo) {
   switch (algo) {
     case GC_ALGO_ONESHOT:
     case GC_ALGO_ONESHOT_LL:
-    case GC_ALGO_TWOSHOT_PUSH: return 1;
+    case GC_ALGO_WRITES: return 1;
     case GC_ALGO_TWOSHOT: return coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
     case GC_ALGO_COPYENGINE: return coll != GC_COLL_REDUCESCATTER; /* measured slower there: never picked */
     default: return 0;
@@ -83,13 +83,13 @@ static void test_eight_gpu_rows(void) {
   static const struct { gc__coll_t coll; size_t bytes; gc_algo_t algo; } want[] = {
       {GC_COLL_ALLREDUCE, 1024, GC_ALGO_ONESHOT},
       {GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT_LL},
-      {GC_COLL_ALLREDUCE, 1 << 20, GC_ALGO_TWOSHOT_PUSH},
+      {GC_COLL_ALLREDUCE, 1 << 20, GC_ALGO_WRITES},
       {GC_COLL_ALLREDUCE, (size_t)1 << 30, GC_ALGO_COPYENGINE},
       {GC_COLL_REDUCESCATTER, 4 << 20, GC_ALGO_ONESHOT_LL},
       {GC_COLL_ALLGATHER, 4 << 20, GC_ALGO_ONESHOT_LL},
       {GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_COPYENGINE},
       {GC_COLL_BROADCAST, 64 << 10, GC_ALGO_ONESHOT},
-      {GC_COLL_BROADCAST, 16 << 20, GC_ALGO_TWOSHOT_PUSH},
+      {GC_COLL_BROADCAST, 16 << 20, GC_ALGO_WRITES},
   };
   for (int n = 5; n <= 8; n++) {
     node_of(&c, n, 1);
@@ -103,7 +103,7 @@ static void test_eight_gpu_rows(void) {
   node_of(&c, 8, 1);
   gc__plan_t p;
   CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_ALLREDUCE, 256 << 10, 0, &o, &p), GC_SUCCESS);
-  CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
+  CU_ASSERT_EQUAL(p.algo, GC_ALGO_WRITES);
 }
 
 /* On 2 GPUs the reduce-scatter and the all-gather go by LL to 4 MB, on 3-4 GPUs
@@ -136,12 +136,12 @@ static void test_reducescatter_by_writes_rows(void) {
   for (int n = 2; n <= 8; n++) {
     node_of(&c, n, 1);
     CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
-    CU_ASSERT_EQUAL(p.algo, n == 4 ? GC_ALGO_TWOSHOT_PUSH : GC_ALGO_ONESHOT);
+    CU_ASSERT_EQUAL(p.algo, n == 4 ? GC_ALGO_WRITES : GC_ALGO_ONESHOT);
     CU_ASSERT_TRUE(p.from_table);
   }
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  o.algo = GC_ALGO_WRITES;
   CU_ASSERT_EQUAL(dispatch(&c, GC_COLL_REDUCESCATTER, (size_t)1 << 30, 0, &o, &p), GC_SUCCESS);
-  CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
+  CU_ASSERT_EQUAL(p.algo, GC_ALGO_WRITES);
   CU_ASSERT_FALSE(p.from_table);
 }
 
@@ -153,9 +153,9 @@ static void test_allgather_by_writes_rows(void) {
   gc_options_t o = GC_OPTIONS_INIT;
   static const struct { size_t bytes; gc_algo_t algo, plain; } want[] = {
       {16 << 20, GC_ALGO_ONESHOT, GC_ALGO_AUTO},
-      {64 << 20, GC_ALGO_TWOSHOT_PUSH, GC_ALGO_AUTO},
-      {128 << 20, GC_ALGO_COPYENGINE, GC_ALGO_TWOSHOT_PUSH},
-      {256 << 20, GC_ALGO_COPYENGINE, GC_ALGO_TWOSHOT_PUSH},
+      {64 << 20, GC_ALGO_WRITES, GC_ALGO_AUTO},
+      {128 << 20, GC_ALGO_COPYENGINE, GC_ALGO_WRITES},
+      {256 << 20, GC_ALGO_COPYENGINE, GC_ALGO_WRITES},
       {(size_t)1 << 30, GC_ALGO_COPYENGINE, GC_ALGO_AUTO},
   };
   node_of(&c, 2, 1);
@@ -199,9 +199,9 @@ static void test_rows_by_architecture(void) {
     gc_algo_t algo;
   } want[] = {
       {9, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT_LL},   {10, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT},
-      {8, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT},      {9, 4, GC_COLL_ALLREDUCE, 64 << 20, GC_ALGO_TWOSHOT_PUSH},
+      {8, 2, GC_COLL_ALLREDUCE, 256 << 10, GC_ALGO_ONESHOT},      {9, 4, GC_COLL_ALLREDUCE, 64 << 20, GC_ALGO_WRITES},
       {10, 4, GC_COLL_ALLREDUCE, 64 << 20, GC_ALGO_TWOSHOT},      {9, 2, GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_COPYENGINE},
-      {8, 2, GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_ONESHOT}, {9, 8, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_TWOSHOT_PUSH},
+      {8, 2, GC_COLL_ALLGATHER, (size_t)1 << 30, GC_ALGO_ONESHOT}, {9, 8, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_WRITES},
       {10, 8, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_TWOSHOT},       {12, 2, GC_COLL_BROADCAST, 1 << 30, GC_ALGO_ONESHOT},
       {0, 4, GC_COLL_REDUCESCATTER, 4 << 20, GC_ALGO_ONESHOT},
   };

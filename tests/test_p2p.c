@@ -53,7 +53,7 @@ static const size_t sizes[] = {1, 7, 4099, 65537, 1048577, 8388608};
 
 static void test_forced_algorithms(void) {
   if (!gc_test_peer_gpus("forced algorithms", 1)) return;
-  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_TWOSHOT_PUSH};
+  static const gc_algo_t algos[] = {GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES};
   size_t maxn = sizes[sizeof sizes / sizeof sizes[0] - 1];
   void *a = gc_test_alloc(maxn * 4), *b = gc_test_alloc(maxn * 4);
   int salt = 100;
@@ -80,7 +80,7 @@ static void test_symmetric_zero_copy(void) {
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &a));
   GC_TEST_OK(gc_mem_alloc(gc_test_comm, n * 4, &b));
   int salt = 200;
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_WRITES; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     check_allreduce(gc_test_comm, "symmetric out-of-place bf16", a, b, n, GC_BFLOAT16, GC_SUM, &o, salt++);
@@ -124,7 +124,7 @@ static void test_small_staging_chunks(void) {
   GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
   size_t n = 1048576 + 3;
   void *a = gc_test_alloc(n * 4 * gc_test_size), *b = gc_test_alloc(n * 4 * gc_test_size);
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_WRITES; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     check_allreduce(c, "chunked f32 sum", a, b, n, GC_FLOAT32, GC_SUM, &o, 400 + algo);
@@ -134,7 +134,7 @@ static void test_small_staging_chunks(void) {
    * whole call's element, a wider output takes smaller chunks, a residual added in place. */
   void *add = gc_test_alloc(n * 2);
   gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  o.algo = GC_ALGO_WRITES;
   o.scale = 0.5;
   o.add = add;
   o.out_dtype = GC_FLOAT32;
@@ -178,7 +178,7 @@ static void test_fused_epilogue(void) {
   size_t n = 262147;
   void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4), *add = gc_test_alloc(n * 4);
   gc_test_fill(add, n, GC_BFLOAT16, -1, 500);
-  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_TWOSHOT_PUSH; algo++) {
+  for (int algo = GC_ALGO_ONESHOT; algo <= GC_ALGO_WRITES; algo++) {
     gc_options_t o = GC_OPTIONS_INIT;
     o.algo = (gc_algo_t)algo;
     o.scale = 0.5;
@@ -439,7 +439,7 @@ static void test_ll_allreduce(void) {
  * a tail past the last whole 16 n, fused epilogues with and without a cast, a 1 MB staging area,
  * graph capture and replay; on symmetric outputs and, staged, on outputs peers cannot write. At
  * these sizes the reduce half is by reads (symmetric) or by writes (staged) unless
- * GC_CE_ALLREDUCE names another (the gpu_*_ce_* tests: by copies, by writes). */
+ * the ce_allreduce switch names another (the gpu_*_ce_* tests: by copies, by writes). */
 static void test_copyengine_allreduce(void) {
   if (!gc_test_peer_gpus("copy-engine all-reduce", 2)) return;
   gc_comm_t small = NULL;
@@ -559,12 +559,12 @@ static void test_bywrites_queued(void) {
     int kind;
     size_t count; /* all-reduce: elements; reduce-scatter: recvcount */
     gc_algo_t algo;
-  } q[QUEUED] = {{Q_AR_SYM, 3000001, GC_ALGO_TWOSHOT_PUSH}, {Q_RS, 1000003, GC_ALGO_TWOSHOT_PUSH},
-                 {Q_AR_EAGER, 2000003, GC_ALGO_TWOSHOT_PUSH}, {Q_AR_SYM, 5, GC_ALGO_TWOSHOT_PUSH},
-                 {Q_AR_EAGER, 300001, GC_ALGO_ONESHOT}, {Q_RS, 77, GC_ALGO_TWOSHOT_PUSH},
+  } q[QUEUED] = {{Q_AR_SYM, 3000001, GC_ALGO_WRITES}, {Q_RS, 1000003, GC_ALGO_WRITES},
+                 {Q_AR_EAGER, 2000003, GC_ALGO_WRITES}, {Q_AR_SYM, 5, GC_ALGO_WRITES},
+                 {Q_AR_EAGER, 300001, GC_ALGO_ONESHOT}, {Q_RS, 77, GC_ALGO_WRITES},
                  {Q_AR_SYM, 2500007, GC_ALGO_COPYENGINE}, {Q_RS, 500001, GC_ALGO_COPYENGINE},
-                 {Q_AR_EAGER, 3000017, GC_ALGO_COPYENGINE}, {Q_AR_SYM, 1048576, GC_ALGO_TWOSHOT_PUSH},
-                 {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT}, {Q_RS, 700001, GC_ALGO_TWOSHOT_PUSH},
+                 {Q_AR_EAGER, 3000017, GC_ALGO_COPYENGINE}, {Q_AR_SYM, 1048576, GC_ALGO_WRITES},
+                 {Q_AR_EAGER, 4099, GC_ALGO_TWOSHOT}, {Q_RS, 700001, GC_ALGO_WRITES},
                  {Q_AR_EAGER, 999999, GC_ALGO_COPYENGINE}};
   const int n = gc_test_size, me = gc_test_rank;
   const size_t m = 2097169; /* the captured all-reduce's count, below */
@@ -616,7 +616,7 @@ static void test_bywrites_queued(void) {
   /* Captured once: a two-shot all-reduce by writes, then a reduce-scatter by writes of its output. */
   void *exec = NULL;
   gc_options_t o = GC_OPTIONS_INIT;
-  o.algo = GC_ALGO_TWOSHOT_PUSH;
+  o.algo = GC_ALGO_WRITES;
   int capture_ok = gc_test_capture(stream, 1, NULL) == 0;
   gc_result_t r1 = gc_allreduce_ex(sym_in, sym_out, m, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
   gc_result_t r2 = gc_reducescatter_ex(sym_out, eag_out, m / n, GC_BFLOAT16, GC_SUM, gc_test_comm, stream, &o);
@@ -652,7 +652,7 @@ static void timeout_case(gc_algo_t algo, int kind) {
   gc_config_t cfg = GC_CONFIG_INIT;
   cfg.timeout_ms = 300;
   GC_TEST_OK(gc_comm_init(&c, MPI_COMM_WORLD, &cfg));
-  if (kind == T_ALLGATHER_CONTROL) c->push_control = 1; /* the waits in the control warp */
+  if (kind == T_ALLGATHER_CONTROL) c->sw.push_control = 1; /* the waits in the control warp */
   size_t n = 4096;
   void *a = gc_test_alloc(n * 4), *b = gc_test_alloc(n * 4);
   gc_test_fill(a, n, GC_FLOAT32, gc_test_rank, 800);
@@ -690,10 +690,10 @@ static void test_forced_timeout(void) {
   }
   timeout_case(GC_ALGO_TWOSHOT, T_ALLREDUCE);
   timeout_case(GC_ALGO_ONESHOT_LL, T_ALLREDUCE);
-  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
-  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_BROADCAST); /* plain output: through staging */
-  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER);
-  timeout_case(GC_ALGO_TWOSHOT_PUSH, T_ALLGATHER_CONTROL);
+  timeout_case(GC_ALGO_WRITES, T_REDUCESCATTER); /* the reduction by writes waits on signals per piece */
+  timeout_case(GC_ALGO_WRITES, T_BROADCAST); /* plain output: through staging */
+  timeout_case(GC_ALGO_WRITES, T_ALLGATHER);
+  timeout_case(GC_ALGO_WRITES, T_ALLGATHER_CONTROL);
 }
 
 /* One rank's call copies bytes, so its result is its input bit for bit: `bytes` random bytes

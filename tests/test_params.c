@@ -70,7 +70,7 @@ static void test_values(void) {
 }
 
 /* The integer knobs' reader takes the whole text or nothing: strtoll alone made GC_TIMEOUT_MS=1e5
- * a 1 ms timeout, GC_CE_CHUNKS=2x two chunks, GC_MAX_BLOCKS=08 no cap (0) and 010 eight, and
+ * a 1 ms timeout, "2x" two, GC_MAX_BLOCKS=08 no cap (0) and 010 eight, and
  * GC_STAGING_BYTES=17179869184g wrapped to 0. */
 static void test_integer_text(void) {
   static const struct {

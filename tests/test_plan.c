@@ -234,7 +234,7 @@ static void test_forced_and_fallback(void) {
   CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_ERR_UNSUPPORTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "2 or more GPUs"));
   c = call_of(GC_COLL_REDUCESCATTER, 64 * MB, 1);
-  c.algo = GC_ALGO_TWOSHOT_PUSH;
+  c.algo = GC_ALGO_WRITES;
   c.axis = 1;
   c.rows = 64;
   c.cols = c.count / 64;
@@ -260,7 +260,7 @@ static void test_forced_and_fallback(void) {
    * the two-shot by writes */
   c = call_of(GC_COLL_ALLREDUCE, 512 * MB, 0);
   CU_ASSERT_EQUAL(gc__plan(&f, &c, &p), GC_SUCCESS);
-  CU_ASSERT_EQUAL(p.algo, GC_ALGO_TWOSHOT_PUSH);
+  CU_ASSERT_EQUAL(p.algo, GC_ALGO_WRITES);
   CU_ASSERT_EQUAL(p.fell_from, GC_ALGO_COPYENGINE);
   CU_ASSERT_EQUAL(p.form, GC_FORM_TWOSHOT_WRITES);
 }

@@ -215,6 +215,67 @@ static void put_file(const char *path, const char *text, size_t len) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* 'set' lines set the dispatch table's switches: the table lists them, a save keeps them, a
+ * reset returns to the built-in values, and a bad one is refused naming its line. */
+static int has_switch(const char *key, const char *value) {
+  char line[64];
+  snprintf(line, sizeof line, "switch %-14s %-8s", key, value);
+  return table_has(line);
+}
+
+static void test_tune_switches(void) {
+  int lsize = 0;
+  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
+  char path[256], text[160];
+  gc_test_tmp_path(path, sizeof path, "switches.tune");
+  int len = snprintf(text, sizeof text, "gpus %d\nallreduce any mpi\nset ce_chunks 3\nset push_schedule ring\nend 1\n", lsize);
+  put_file(path, text, (size_t)len);
+  CU_ASSERT(has_switch("ce_chunks", "2"));
+  GC_TEST_OK(gc_tune_load(gc_test_comm, path));
+  CU_ASSERT(has_switch("ce_chunks", "3"));
+  CU_ASSERT(has_switch("push_schedule", "ring"));
+  check_allreduce_sum(905);
+  GC_TEST_OK(gc_tune_save(gc_test_comm, path));
+  GC_TEST_OK(gc_tune_reset(gc_test_comm));
+  CU_ASSERT(has_switch("ce_chunks", "2"));
+  CU_ASSERT(has_switch("push_schedule", "auto"));
+  GC_TEST_OK(gc_tune_load(gc_test_comm, path)); /* the save kept them */
+  CU_ASSERT(has_switch("ce_chunks", "3"));
+  GC_TEST_OK(gc_tune_reset(gc_test_comm));
+  len = snprintf(text, sizeof text, "gpus %d\nset ce_chunks 9\nend 0\n", lsize);
+  put_file(path, text, (size_t)len);
+  CU_ASSERT_EQUAL(gc_tune_load(gc_test_comm, path), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "line 2 sets ce_chunks=9: use 1 to 8"));
+  CU_ASSERT(has_switch("ce_chunks", "2"));
+  len = snprintf(text, sizeof text, "gpus %d\nset chunks 2\nend 0\n", lsize);
+  put_file(path, text, (size_t)len);
+  CU_ASSERT_EQUAL(gc_tune_load(gc_test_comm, path), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "line 2 sets no switch 'chunks'"));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (gc_test_rank == 0) remove(path);
+}
+
+/* A tune file that names the algorithm by writes by its former name ("twoshot_push") loads, and
+ * the table and a save name it "writes". */
+static void test_tune_former_name(void) {
+  int lsize = 0;
+  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
+  char path[256], text[128];
+  gc_test_tmp_path(path, sizeof path, "former.tune");
+  int len = snprintf(text, sizeof text, "gpus %d\nallreduce 4096 twoshot_push\nallreduce any mpi\nend 2\n", lsize);
+  put_file(path, text, (size_t)len);
+  GC_TEST_OK(gc_tune_load(gc_test_comm, path));
+  CU_ASSERT(table_has("writes"));
+  CU_ASSERT(!table_has("twoshot_push"));
+  GC_TEST_OK(gc_tune_save(gc_test_comm, path));
+  GC_TEST_OK(gc_tune_reset(gc_test_comm));
+  GC_TEST_OK(gc_tune_load(gc_test_comm, path));
+  CU_ASSERT(table_has("writes"));
+  GC_TEST_OK(gc_tune_reset(gc_test_comm));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (gc_test_rank == 0) remove(path);
+}
+
 /* The whole of a file on rank 0 (NUL-terminated, *len bytes), broadcast to every rank. */
 static char *get_file(const char *path, size_t *len) {
   long n = -1;
@@ -412,6 +473,8 @@ void gc_test_suite_tune(void) {
       {"bad tune files", test_tune_bad_files},
       {"hostile tune files", test_tune_hostile_files},
       {"hand-edited tune file", test_tune_hand_edited},
+      {"tune file with the former name of writes", test_tune_former_name},
+      {"tune file switches", test_tune_switches},
       {"truncated tune files", test_tune_truncated},
       {"failed saves leave the old file", test_tune_failed_save},
       {NULL, NULL},

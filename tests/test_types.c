@@ -63,7 +63,7 @@ static void test_op_algo_names(void) {
   CU_ASSERT_EQUAL(op, GC_MAX);
   CU_ASSERT_EQUAL(gc_op_from_name(NULL, &op), GC_ERR_INVALID_ARGUMENT);
 
-  static const char *const algos[] = {"auto", "oneshot", "twoshot", "twoshot_push", "mpi", "multimem", "copyengine",
+  static const char *const algos[] = {"auto", "oneshot", "twoshot", "writes", "mpi", "multimem", "copyengine",
                                       "oneshot_ll"};
   CU_ASSERT_EQUAL(sizeof algos / sizeof algos[0], GC_NUM_ALGOS);
   for (int i = 0; i < GC_NUM_ALGOS; i++) {
@@ -78,6 +78,10 @@ static void test_op_algo_names(void) {
   CU_ASSERT_EQUAL(gc_algo_from_name("threeshot", &a), GC_ERR_INVALID_ARGUMENT);
   CU_ASSERT_EQUAL(a, GC_ALGO_MPI);
   CU_ASSERT_EQUAL(gc_algo_from_name("mpi", NULL), GC_ERR_INVALID_ARGUMENT);
+  /* the former name of the algorithm by writes is refused with a message naming the current one */
+  CU_ASSERT_EQUAL(gc_algo_from_name("twoshot_push", &a), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), "is 'writes'"));
+  CU_ASSERT_EQUAL(a, GC_ALGO_MPI);
 }
 
 /* ---- partition --------------------------------------------------------------------------- */

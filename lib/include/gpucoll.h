@@ -129,7 +129,7 @@ typedef enum gc_op {
   XX(AUTO, "auto", "dispatch table (GPU count, bytes)")                                         \
   XX(ONESHOT, "oneshot", "every rank reads all peers and reduces its whole output")             \
   XX(TWOSHOT, "twoshot", "reduce-scatter of a 1/n slice, barrier, all-gather")                  \
-  XX(TWOSHOT_PUSH, "twoshot_push", "by writes: scatter to owners, reduce, write back (reduce-scatter: keep; broadcast: owners write on)") \
+  XX(WRITES, "writes", "by writes into the peers: all-reduce two-shot (scatter to owners, reduce, write back), reduce-scatter to owners, all-gather and broadcast along a ring or through owners") \
   XX(MPI, "mpi", "MPI path (CUDA-aware or staged through pinned host memory)")                  \
   XX(MULTIMEM, "multimem", "all-reduce and 1-D reduce-scatter sums (float32/16, bf16, no epilogue) reduced in the NVLink switch; off unless GC_MULTIMEM=1 and no kill switch set") \
   XX(COPYENGINE, "copyengine", "bytes move by copy engine, SMs reduce; outputs not from gc_mem_alloc go through staging") \

@@ -102,7 +102,7 @@ var (
 	AlgoAuto        = Algo(raw.GC_ALGO_AUTO)
 	AlgoOneShot     = Algo(raw.GC_ALGO_ONESHOT)
 	AlgoTwoShot     = Algo(raw.GC_ALGO_TWOSHOT)
-	AlgoTwoShotPush = Algo(raw.GC_ALGO_TWOSHOT_PUSH)
+	AlgoWrites = Algo(raw.GC_ALGO_WRITES)
 	AlgoMPI         = Algo(raw.GC_ALGO_MPI)
 	AlgoMultimem    = Algo(raw.GC_ALGO_MULTIMEM)
 	AlgoCopyEngine  = Algo(raw.GC_ALGO_COPYENGINE)

@@ -73,7 +73,7 @@ def test_torch_allreduce(comm, torch, name, n, mode):
     assert torch.equal(got, total(torch, comm.size, n, dtype))
 
 
-@pytest.mark.parametrize("algo", ["oneshot", "twoshot", "twoshot_push", "mpi"])
+@pytest.mark.parametrize("algo", ["oneshot", "twoshot", "writes", "mpi"])
 def test_torch_allreduce_algos_bit_identical(comm, torch, algo):
     send = torch.randn(4099, device="cuda", generator=torch.Generator("cuda").manual_seed(comm.rank))
     if algo != "mpi" and not comm.p2p_ready:
