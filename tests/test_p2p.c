@@ -712,6 +712,9 @@ static int one_rank_copies(const char *what, one_rank_call_t call, void *in, voi
   for (size_t k = 0; k < 4 && 2 * k + 1 < bytes; k++) memcpy(want + 2 * k, &specials[k], 2);
   CU_ASSERT_EQUAL_FATAL(cudaMemcpy(in, want, bytes, cudaMemcpyHostToDevice), cudaSuccess);
   if (out != in) gc_test_poison(out, bytes);
+  /* a copy from pageable memory may return before its DMA lands; the call's stream does not wait
+   * for the legacy stream */
+  CU_ASSERT_EQUAL_FATAL(cudaDeviceSynchronize(), cudaSuccess);
   GC_TEST_OK(call(in, out, bytes, stream));
   GC_TEST_OK(gc_synchronize(gc_test_comm, stream));
   gc_test_download(got, out, bytes);

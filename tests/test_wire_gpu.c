@@ -36,8 +36,11 @@ static void run_ranks(gc_dtype_t dtype, gc_kwire_t w, int n, size_t count, int t
     CUDA_OK(cudaMalloc(&out[p], ob));
     CUDA_OK(cudaMemcpy(dev_in[p], host_in[p], ob, cudaMemcpyHostToDevice));
     CUDA_OK(cudaStreamCreateWithFlags(&st[p], cudaStreamNonBlocking));
-    CUDA_OK(gc_kernel_wire_pack(dev_in[p], count, dtype, &w, wire[p], 8, st[p]));
   }
+  /* A copy from pageable memory may return before its DMA lands, and the streams do not wait for
+   * the legacy stream: the packs start only once every input is on the device. */
+  CUDA_OK(cudaDeviceSynchronize());
+  for (int p = 0; p < n; p++) CUDA_OK(gc_kernel_wire_pack(dev_in[p], count, dtype, &w, wire[p], 8, st[p]));
   CUDA_OK(cudaDeviceSynchronize());
   /* the packed bytes are the host path's */
   unsigned char *hw = malloc(wb), *dw = malloc(wb);
