@@ -215,6 +215,16 @@ static void put_file(const char *path, const char *text, size_t len) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Rank 0 writes a tune file of this communicator's GPU count and `rows` (the lines after the
+ * 'gpus' line) to path; every rank then sees it. */
+static void put_tune(const char *path, const char *rows) {
+  int lsize = 0;
+  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
+  char text[512];
+  int len = snprintf(text, sizeof text, "gpus %d\n%s", lsize, rows);
+  put_file(path, text, (size_t)len);
+}
+
 /* 'set' lines set the dispatch table's switches: the table lists them, a save keeps them, a
  * reset returns to the built-in values, and a bad one is refused naming its line. */
 static int has_switch(const char *key, const char *value) {
@@ -224,12 +234,9 @@ static int has_switch(const char *key, const char *value) {
 }
 
 static void test_tune_switches(void) {
-  int lsize = 0;
-  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
-  char path[256], text[160];
+  char path[256];
   gc_test_tmp_path(path, sizeof path, "switches.tune");
-  int len = snprintf(text, sizeof text, "gpus %d\nallreduce any mpi\nset ce_chunks 3\nset push_schedule ring\nend 1\n", lsize);
-  put_file(path, text, (size_t)len);
+  put_tune(path, "allreduce any mpi\nset ce_chunks 3\nset push_schedule ring\nend 1\n");
   CU_ASSERT(has_switch("ce_chunks", "2"));
   GC_TEST_OK(gc_tune_load(gc_test_comm, path));
   CU_ASSERT(has_switch("ce_chunks", "3"));
@@ -242,13 +249,11 @@ static void test_tune_switches(void) {
   GC_TEST_OK(gc_tune_load(gc_test_comm, path)); /* the save kept them */
   CU_ASSERT(has_switch("ce_chunks", "3"));
   GC_TEST_OK(gc_tune_reset(gc_test_comm));
-  len = snprintf(text, sizeof text, "gpus %d\nset ce_chunks 9\nend 0\n", lsize);
-  put_file(path, text, (size_t)len);
+  put_tune(path, "set ce_chunks 9\nend 0\n");
   CU_ASSERT_EQUAL(gc_tune_load(gc_test_comm, path), GC_ERR_INVALID_ARGUMENT);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "line 2 sets ce_chunks=9: use 1 to 8"));
   CU_ASSERT(has_switch("ce_chunks", "2"));
-  len = snprintf(text, sizeof text, "gpus %d\nset chunks 2\nend 0\n", lsize);
-  put_file(path, text, (size_t)len);
+  put_tune(path, "set chunks 2\nend 0\n");
   CU_ASSERT_EQUAL(gc_tune_load(gc_test_comm, path), GC_ERR_INVALID_ARGUMENT);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "line 2 sets no switch 'chunks'"));
   MPI_Barrier(MPI_COMM_WORLD);
@@ -258,12 +263,9 @@ static void test_tune_switches(void) {
 /* A tune file that names the algorithm by writes by its former name ("twoshot_push") loads, and
  * the table and a save name it "writes". */
 static void test_tune_former_name(void) {
-  int lsize = 0;
-  GC_TEST_OK(gc_comm_local_size(gc_test_comm, &lsize));
-  char path[256], text[128];
+  char path[256];
   gc_test_tmp_path(path, sizeof path, "former.tune");
-  int len = snprintf(text, sizeof text, "gpus %d\nallreduce 4096 twoshot_push\nallreduce any mpi\nend 2\n", lsize);
-  put_file(path, text, (size_t)len);
+  put_tune(path, "allreduce 4096 twoshot_push\nallreduce any mpi\nend 2\n");
   GC_TEST_OK(gc_tune_load(gc_test_comm, path));
   CU_ASSERT(table_has("writes"));
   CU_ASSERT(!table_has("twoshot_push"));
