@@ -14,6 +14,7 @@ typedef struct {
   size_t offset;             /* of the field */
   int is_size;               /* size_t field (else int) */
   int64_t lo, hi;            /* integer fields: the range */
+  int64_t step;              /* integer fields: a value is rounded down to a multiple of it */
   const char *const *words;  /* word fields: the words, NULL-ended; the value is the index + base */
   int base;                  /* the value of words[0] */
   int64_t fallback;          /* the built-in value */
@@ -24,9 +25,9 @@ static const char *const auto_owners_ring[] = {"auto", "owners", "ring", NULL};
 static const char *const auto_off_on[] = {"auto", "0", "1", NULL};
 static const char *const ce_forms[] = {"auto", "copies", "reads", "writes", NULL}; /* GC_CE_AR_* order */
 
-#define INT_FIELD(f, lo, hi, def, doc) {#f, offsetof(gc__switches_t, f), 0, lo, hi, NULL, 0, def, doc}
-#define SIZE_FIELD(f, lo, hi, def, doc) {#f, offsetof(gc__switches_t, f), 1, lo, hi, NULL, 0, def, doc}
-#define WORD_FIELD(f, words, base, def, doc) {#f, offsetof(gc__switches_t, f), 0, 0, 0, words, base, def, doc}
+#define INT_FIELD(f, lo, hi, step, def, doc) {#f, offsetof(gc__switches_t, f), 0, lo, hi, step, NULL, 0, def, doc}
+#define SIZE_FIELD(f, lo, hi, def, doc) {#f, offsetof(gc__switches_t, f), 1, lo, hi, 1, NULL, 0, def, doc}
+#define WORD_FIELD(f, words, base, def, doc) {#f, offsetof(gc__switches_t, f), 0, 0, 0, 1, words, base, def, doc}
 
 static const switch_decl_t decls[] = {
     SIZE_FIELD(push_piece, 0, INT32_MAX, 0, "bytes per piece of the kernels by writes (0: by size)"),
@@ -35,10 +36,10 @@ static const switch_decl_t decls[] = {
                "kernels by writes: a control warp signals (1), the block (0), auto (reduce-scatter on 3-4 GPUs, "
                "all-gather through staging)"),
     WORD_FIELD(ce_allreduce, ce_forms, 0, GC_CE_AR_AUTO, "copy-engine all-reduce's reduce half: copies, reads, writes or auto"),
-    INT_FIELD(ce_chunks, 1, GC_CE_MAX_CHUNKS, 2, "copy-engine all-reduce by copies: pipeline stages"),
-    INT_FIELD(staged_blocks, 1, 128, 128, "staged copy-engine path: blocks of its copies out of staging"),
+    INT_FIELD(ce_chunks, 1, GC_CE_MAX_CHUNKS, 1, 2, "copy-engine all-reduce by copies: pipeline stages"),
+    INT_FIELD(staged_blocks, 1, 128, 1, 128, "staged copy-engine path: blocks of its copies out of staging"),
     SIZE_FIELD(ll_relay_bytes, 0, INT32_MAX, 524288, "LL broadcast on 3+ GPUs: through owners from this size"),
-    INT_FIELD(ll_threads, 32, 512, 128, "threads per block of the LL kernels (rounded down to a multiple of 32)"),
+    INT_FIELD(ll_threads, 32, 512, 32, 128, "threads per block of the LL kernels (rounded down to a multiple of 32)"),
 };
 enum { N_SWITCHES = sizeof decls / sizeof decls[0] };
 
@@ -87,8 +88,7 @@ static gc_result_t set_one(gc__switches_t *sw, const switch_decl_t *d, const cha
     takes(d, range, sizeof range);
     return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s %s=%s: use %s", where, d->key, value, range);
   }
-  if (strcmp(d->key, "ll_threads") == 0) v = v / 32 * 32;
-  put(sw, d, v);
+  put(sw, d, v / d->step * d->step);
   return GC_SUCCESS;
 }
 
