@@ -126,10 +126,14 @@ gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg)
   GC_MPI_CHECK(NULL, MPI_Comm_size(comm->local, &comm->local_size));
   int leader = comm->local_rank == 0;
   GC_MPI_CHECK(NULL, MPI_Allreduce(&leader, &comm->node_count, 1, MPI_INT, MPI_SUM, comm->mpi));
-  int sizes[2] = {comm->local_size, -comm->local_size}, fewest_most[2];
-  GC_MPI_CHECK(NULL, MPI_Allreduce(sizes, fewest_most, 2, MPI_INT, MPI_MIN, comm->mpi));
+  /* Nodes in blocks: node k holds ranks kL .. kL+L-1 on every node (the hierarchical collectives
+   * rely on it: their cross-node group's ranks are then the nodes in order). */
+  const int in_block = comm->rank == comm->rank / comm->local_size * comm->local_size + comm->local_rank;
+  int sizes[3] = {comm->local_size, -comm->local_size, in_block}, fewest_most[3];
+  GC_MPI_CHECK(NULL, MPI_Allreduce(sizes, fewest_most, 3, MPI_INT, MPI_MIN, comm->mpi));
   comm->node_size_min = fewest_most[0];
   comm->node_size_max = -fewest_most[1];
+  comm->nodes_in_blocks = fewest_most[2] && comm->node_size_min == comm->node_size_max;
   return GC_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 /* coll.c — the basic public collectives (all-reduce, reduce-scatter 1-D and 2-D, all-gather,
- * broadcast): checks, the plan, then its executor; the MPI path where the plan says so. */
+ * broadcast): checks, the plan, then its executor; the MPI path or, across nodes, the
+ * hierarchical one (hierarchy.c) where the plan says so. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,9 +34,11 @@ gc_result_t gc__allreduce_impl(const void *send, void *recv, size_t count, gc_dt
                   .ll_bytes = gc__ll_need(comm, GC_COLL_ALLREDUCE, dtype, o.out_dtype, count * es),
                   .epilogue = gc__has_epilogue(&o, dtype), .in_place = send == recv, .sym_in = b.sym_in,
                   .sym_out = b.sym_out, .send_off16 = (uintptr_t)send % 16 != 0, .recv_off16 = (uintptr_t)recv % 16 != 0,
-                  .wire = (int)o.wire, .wire_group = o.wire_group};
+                  .wire = (int)o.wire, .wire_group = o.wire_group,
+                  .flat_only = op == GC_AVG && !gc__dtype_is_float(dtype)};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
+  if (plan.path == GC_PATH_HIER) return gc__hier_allreduce(comm, send, recv, count, dtype, op, &o, stream);
   if (plan.path != GC_PATH_MPI)
     return gc__run_allreduce(comm, &plan, &b, send, recv, count, dtype, op, &o, (cudaStream_t)stream);
   if (plan.wire != GC_WIRE_FMT_NATIVE) return gc__wire_allreduce_mpi(comm, (gc_kwire_t){plan.wire, plan.wire_group}, send, recv, count, dtype, op, &o);
@@ -163,13 +166,19 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const gc__
   size_t ll = sp->axis == 1 || least == 0 ? 0 : gc__ll_need(comm, GC_COLL_REDUCESCATTER, dtype, o.out_dtype, most * es);
   gc__bufs_t b = {0};
   b.sym_in = gc__symmetric_lookup(comm, send, total * es, b.in);
-  int on_packs = 1;
-  for (int r = 0; r < comm->size; r++) on_packs &= (sp->off[r] * es) % 16 == 0;
+  int on_packs = 1, equal = sp->axis == 0;
+  for (int r = 0; r < comm->size; r++) {
+    on_packs &= (sp->off[r] * es) % 16 == 0;
+    equal &= sp->len[r] == sp->len[0] && sp->off[r] == (size_t)r * sp->len[0];
+  }
+  const int half = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16;
   gc__call_t c = {.coll = GC_COLL_REDUCESCATTER, .bytes = total * es, .ll_bytes = ll, .count = total, .es = es,
                   .os = os, .epilogue = gc__has_epilogue(&o, dtype), .sym_in = b.sym_in, .axis = sp->axis,
-                  .rows = sp->rows, .cols = sp->cols, .most_part = most, .parts_on_packs = on_packs};
+                  .rows = sp->rows, .cols = sp->cols, .most_part = most, .parts_on_packs = on_packs,
+                  .equal_parts = equal, .flat_only = (op == GC_AVG && !gc__dtype_is_float(dtype)) || (half && o.add)};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
+  if (plan.path == GC_PATH_HIER) return gc__hier_reducescatter(comm, send, recv, sp->len[0], dtype, op, &o, stream);
   /* one rank: its part is the whole input, axis 1 too (every column) */
   if (plan.path != GC_PATH_MPI)
     return gc__run_reducescatter(comm, &plan, &b, send, recv, sp, dtype, op, &o, (cudaStream_t)stream);
@@ -290,6 +299,7 @@ gc_result_t gc__allgather_impl(const void *send, void *recv, size_t count, gc_dt
                   .sym_out = b.sym_out};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
+  if (plan.path == GC_PATH_HIER) return gc__hier_allgather(comm, send, recv, count, dtype, &o, stream);
   if (plan.path != GC_PATH_MPI) return gc__run_allgather(comm, &plan, &b, send, recv, count, dtype, &o, (cudaStream_t)stream);
   return gc__mpi_allgather(comm, send, recv, count, dtype, (cudaStream_t)stream);
 }
@@ -327,6 +337,7 @@ gc_result_t gc__broadcast_impl(const void *send, void *recv, size_t count, gc_dt
                   .ll_bytes = gc__ll_need(comm, GC_COLL_BROADCAST, dtype, dtype, count * es), .sym_out = b.sym_out};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
+  if (plan.path == GC_PATH_HIER) return gc__hier_broadcast(comm, send, recv, count, dtype, root, &o, stream);
   if (plan.path != GC_PATH_MPI)
     return gc__run_broadcast(comm, &plan, &b, send, recv, count, dtype, root, &o, (cudaStream_t)stream);
   return gc__mpi_broadcast(comm, is_root ? send : NULL, recv, count, dtype, root, (cudaStream_t)stream);

@@ -11,6 +11,9 @@ void gc__facts(gc_comm_t comm, gc__facts_t *f) {
   f->comm = comm;
   f->size = comm->size;
   f->local_size = comm->local_size;
+  f->node_count = comm->node_count;
+  f->nodes_in_blocks = comm->nodes_in_blocks;
+  f->all_gpu = comm->all_gpu;
   f->p2p_ready = comm->p2p_ready;
   f->sm_count = comm->sm_count;
   f->cc_major = comm->cc_major;

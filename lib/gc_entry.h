@@ -64,4 +64,15 @@ GC_HIDDEN gc_result_t gc__allgather_impl(const void *send, void *recv, size_t co
 GC_HIDDEN gc_result_t gc__broadcast_impl(const void *send, void *recv, size_t count, gc_dtype_t dtype, int root,
                                          gc_comm_t comm, void *stream, const gc_options_t *opts);
 
+/* hierarchy.c: the collectives across several nodes (the plan's GC_PATH_HIER), with the call's
+ * resolved options; send and recv checked by the entry point. */
+GC_HIDDEN gc_result_t gc__hier_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                         gc_op_t op, const gc_options_t *o, void *stream);
+GC_HIDDEN gc_result_t gc__hier_reducescatter(gc_comm_t comm, const void *send, void *recv, size_t recvcount,
+                                             gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, void *stream);
+GC_HIDDEN gc_result_t gc__hier_allgather(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                         const gc_options_t *o, void *stream);
+GC_HIDDEN gc_result_t gc__hier_broadcast(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype,
+                                         int root, const gc_options_t *o, void *stream);
+
 #endif

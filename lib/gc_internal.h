@@ -203,6 +203,7 @@ struct gc_comm {
   int rank, size;
   int local_rank, local_size, node_count;
   int node_size_min, node_size_max; /* the fewest and most ranks of a node */
+  int nodes_in_blocks;              /* every node L ranks, node k ranks kL .. kL+L-1 */
   int host_rank;      /* rank among the processes of this host (picks the GPU) */
   int device;         /* -1: host-only rank */
   int sm_count;

@@ -23,4 +23,14 @@ GC_HIDDEN gc_result_t gc__mixed_check(gc_mixed_t m);
 /* GC_ERR_INVALID_USAGE (recorded on m->comm) unless op is an operation of m's layout; fn opens the message. */
 GC_HIDDEN gc_result_t gc__mixed_require(gc_mixed_t m, gc_mixed_op_t op, const char *fn);
 
+/* A call composed of collectives on comm's node and cross-node groups (mixed.c, hierarchy.c):
+ * capture refused (`why`: the cross-node part runs on MPI), the call compared over the whole
+ * communicator before any group moves data (GC_CHECK_CALLS=auto: each group alone would compare
+ * only its own ranks), then the groups (made on the first such call). */
+GC_HIDDEN gc_result_t gc__groups_begin(gc_comm_t comm, void *stream, gc__call_kind_t call, size_t count, gc_dtype_t dtype,
+                                       gc_op_t op, const gc_options_t *opts, const void *send, const char *why);
+/* The result r of a call on one of comm's groups (named `name` in the message); a failure is
+ * reported on comm too. */
+GC_HIDDEN gc_result_t gc__on_group(gc_comm_t comm, const char *name, gc_comm_t group, gc_result_t r);
+
 #endif

@@ -49,6 +49,9 @@ typedef struct gc__facts {
   gc_comm_t comm; /* where a refusal's message is recorded; NULL: per thread */
   int size;       /* ranks of the communicator */
   int local_size; /* GPUs of this node */
+  int node_count;
+  int nodes_in_blocks; /* every node local_size ranks, node k ranks k L .. k L + L - 1 */
+  int all_gpu;         /* every rank has a GPU */
   int p2p_ready, sm_count, cc_major;
   gc_algo_t forced_algo; /* GC_ALGO; AUTO = none */
   int max_blocks;        /* GC_MAX_BLOCKS; 0 = none */
@@ -83,9 +86,16 @@ typedef struct gc__call {
   int parts_on_packs;        /* every part starts on a 16-byte boundary of the input */
   /* the wire format the options asked for (gc__wire_check's: a GC_WIRE_FMT_* and its group) */
   int wire, wire_group;
+  /* the hierarchical path cannot compose it: a GC_AVG of an integer type (two steps would round
+   * twice), a reduce-scatter of half types with an add vector (its cross-node part reduces
+   * float32 partials, the vector has the input's type) */
+  int flat_only;
+  int equal_parts; /* reduce-scatter: contiguous parts of one size, in rank order */
 } gc__call_t;
 
-typedef enum { GC_PATH_MPI, GC_PATH_SOLO, GC_PATH_PEERS } gc__path_t;
+/* GC_PATH_HIER: several nodes, the call composed of collectives on the node and cross-node
+ * groups (hierarchy.c); the groups plan their parts. */
+typedef enum { GC_PATH_MPI, GC_PATH_SOLO, GC_PATH_PEERS, GC_PATH_HIER } gc__path_t;
 
 /* How the chosen algorithm runs (the executors switch on this). */
 typedef enum {

@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-/* The experiment switches of the kernels by writes, the copy engines and LL (switches.c: GC_SWITCHES, tune files). */
+/* The experiment switches of the kernels by writes, the copy engines, LL and the hierarchical
+ * collectives (switches.c: GC_SWITCHES, tune files). */
 typedef struct gc__switches {
   size_t push_piece;     /* bytes per piece of the kernels by writes; 0 = by size */
   int push_schedule;     /* broadcast by writes: 1 ring, 0 owners, -1 by size */
@@ -16,6 +17,7 @@ typedef struct gc__switches {
   int staged_blocks;     /* 1-128 */
   size_t ll_relay_bytes; /* LL broadcast on 3+ GPUs through owners from this size */
   int ll_threads;        /* 32-512, a multiple of 32 */
+  int hierarchical;      /* across nodes: 1 always, 0 never (flat MPI), -1 device buffers */
 } gc__switches_t;
 
 #endif

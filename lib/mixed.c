@@ -11,6 +11,8 @@
 
 /* ---- mixed tensor/data-parallel operations (gpucoll.h) ----------------------------------- */
 
+static const char across_nodes[] = "a mixed operation across nodes (its inter-node part runs on MPI)";
+
 /* The checks both mixed operations start with; *o gets the resolved options. */
 static gc_result_t mixed_begin(gc_comm_t comm, gc__call_kind_t call, const char *name, const void *send,
                                const void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, const gc_options_t *opts,
@@ -45,16 +47,13 @@ static gc_result_t mixed_compare(gc_comm_t comm, void *stream, gc__call_kind_t c
   return GC_SUCCESS;
 }
 
-/* Several nodes of several ranks: the comparison, then the node and cross groups (first call). */
-static gc_result_t mixed_groups(gc_comm_t comm, void *stream, gc__call_kind_t call, size_t count, gc_dtype_t dtype,
-                                gc_op_t op, const gc_options_t *opts, const void *send) {
-  GC_CHECK(mixed_compare(comm, stream, call, count, dtype, op, opts, send,
-                         "a mixed operation across nodes (its inter-node part runs on MPI)"));
+gc_result_t gc__groups_begin(gc_comm_t comm, void *stream, gc__call_kind_t call, size_t count, gc_dtype_t dtype,
+                             gc_op_t op, const gc_options_t *opts, const void *send, const char *why) {
+  GC_CHECK(mixed_compare(comm, stream, call, count, dtype, op, opts, send, why));
   return gc__mixed_groups(comm);
 }
 
-/* The result of a call on one of comm's groups; a failure is reported on comm too. */
-static gc_result_t on_group(gc_comm_t comm, const char *name, gc_comm_t group, gc_result_t r) {
+gc_result_t gc__on_group(gc_comm_t comm, const char *name, gc_comm_t group, gc_result_t r) {
   if (r == GC_SUCCESS) return r;
   return GC_FAIL(comm, r, "%s group: %s", name, gc__message_body(gc_comm_last_error(group)));
 }
@@ -97,10 +96,10 @@ static gc_result_t rs_ar_run(gc_comm_t comm, gc_comm_t rs, const char *rs_name, 
   if (part != o->out_dtype || o->add == recv)
     GC_CHECK(gc__scratch_alloc(comm, on_device, count * gc_dtype_size(part), (cudaStream_t)stream, &tmp));
   void *partial = tmp ? tmp : recv;
-  gc_result_t r = on_group(comm, rs_name, rs, gc_reducescatter_ex(send, partial, count, dtype, op == GC_AVG ? GC_SUM : op,
+  gc_result_t r = gc__on_group(comm, rs_name, rs, gc_reducescatter_ex(send, partial, count, dtype, op == GC_AVG ? GC_SUM : op,
                                                                   rs, stream, &inside));
   if (r == GC_SUCCESS)
-    r = on_group(comm, ar_name, ar, gc__mpi_allreduce(ar, partial, recv, count, part, op, &across, &mix,
+    r = gc__on_group(comm, ar_name, ar, gc__mpi_allreduce(ar, partial, recv, count, part, op, &across, &mix,
                                                       (cudaStream_t)stream));
   if (r == GC_ERR_TIMEOUT && tmp && !on_device) {
     /* A wait that timed out leaves its request behind (gc__boot_wait), and on the host that
@@ -122,7 +121,7 @@ static gc_result_t reducescatter_allreduce_impl(const void *send, void *recv, si
   if (comm->node_count == 1) return gc__reducescatter_impl(send, recv, count, dtype, op, comm, stream, &o);
   if (comm->local_size == 1) return gc__allreduce_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
   GC_CHECK(avg_across(comm, dtype, op));
-  GC_CHECK(mixed_groups(comm, stream, GC_CALL_REDUCESCATTER_ALLREDUCE, count, dtype, op, opts, send));
+  GC_CHECK(gc__groups_begin(comm, stream, GC_CALL_REDUCESCATTER_ALLREDUCE, count, dtype, op, opts, send, across_nodes));
   return rs_ar_run(comm, comm->node_group, "node", comm->cross_group, "cross", send, recv, count, dtype, op, stream, &o);
 }
 
@@ -157,8 +156,8 @@ static gc_result_t ar_ag_run(gc_comm_t comm, gc_comm_t ar, const char *ar_name, 
   table.max_blocks = 0;
   gc_result_t r = dispatched ? gc_allreduce_ex(send, mine, count, dtype, op, ar, stream, &table)
                              : gc__mpi_allreduce(ar, send, mine, count, dtype, op, o, NULL, (cudaStream_t)stream);
-  r = on_group(comm, ar_name, ar, r);
-  if (r == GC_SUCCESS) r = on_group(comm, ag_name, ag, gc_allgather_ex(mine, recv, count, o->out_dtype, ag, stream, &plain));
+  r = gc__on_group(comm, ar_name, ar, r);
+  if (r == GC_SUCCESS) r = gc__on_group(comm, ag_name, ag, gc_allgather_ex(mine, recv, count, o->out_dtype, ag, stream, &plain));
   return r;
 }
 
@@ -173,7 +172,7 @@ static gc_result_t allreduce_allgather_impl(const void *send, void *recv, size_t
    * all-gather is (an all-reduce over one rank changes nothing). */
   if (comm->local_size == 1) return gc__allreduce_impl(send, recv, count, dtype, op, comm, stream, &o, 0);
   if (comm->node_count == 1 && !gc__has_epilogue(&o, dtype)) return gc__allgather_impl(send, recv, count, dtype, comm, stream, &o);
-  GC_CHECK(mixed_groups(comm, stream, GC_CALL_ALLREDUCE_ALLGATHER, count, dtype, op, opts, send));
+  GC_CHECK(gc__groups_begin(comm, stream, GC_CALL_ALLREDUCE_ALLGATHER, count, dtype, op, opts, send, across_nodes));
   /* Across nodes into this rank's block of recv, then the node's blocks gathered in place. */
   return ar_ag_run(comm, comm->cross_group, "cross", comm->node_group, "node", 0, send, mine, recv, count, dtype, op,
                    stream, &o);

@@ -525,8 +525,32 @@ static gc_result_t plan_wire(const gc__facts_t *f, const gc__call_t *c, gc__plan
   return GC_SUCCESS;
 }
 
+/* ---- several nodes: hierarchical or flat ------------------------------------------------- */
+
+/* A call on a communicator of several nodes of several ranks, nodes in blocks, takes the
+ * hierarchical path (hierarchy.c): each node's part on its GPUs, 1/L of the data between the
+ * nodes on MPI. Not when the call or GC_ALGO names mpi (the flat MPI path, by name), nor for the
+ * calls this path does not compose (a reduce-scatter of unequal or column parts, and the calls
+ * gc__call_t.flat_only names). The hierarchical switch: auto takes it for device
+ * buffers of GPU ranks (host buffers: MPI's own algorithms), 1 for any buffers, 0 never. */
+static int hierarchical(const gc__facts_t *f, const gc__call_t *c) {
+  if (f->node_count < 2 || f->local_size < 2 || !f->nodes_in_blocks || f->sw.hierarchical == 0) return 0;
+  if (c->algo == GC_ALGO_MPI || (c->algo == GC_ALGO_AUTO && f->forced_algo == GC_ALGO_MPI)) return 0;
+  if (c->flat_only || (c->coll == GC_COLL_REDUCESCATTER && !c->equal_parts)) return 0;
+  return f->sw.hierarchical == 1 || (c->all_device && f->all_gpu);
+}
+
 gc_result_t gc__plan(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *plan) {
   gc__plan_t p;
+  if (c->wire == GC_WIRE_FMT_NATIVE && hierarchical(f, c)) {
+    memset(plan, 0, sizeof *plan);
+    plan->path = GC_PATH_HIER;
+    plan->algo = c->algo; /* the node parts' (AUTO: their tables') */
+    plan->fell_from = GC_ALGO_AUTO;
+    GC_TRACE(GC_SUB_COLL, "%s %zu bytes on %d nodes of %d -> hierarchical", gc__coll_name(c->coll), c->bytes,
+             f->node_count, f->local_size);
+    return GC_SUCCESS;
+  }
   if (c->wire != GC_WIRE_FMT_NATIVE) {
     GC_CHECK(plan_wire(f, c, &p));
     GC_TRACE(GC_SUB_COLL, "%s %zu bytes over the %s wire (group %d) -> %s, %d blocks", gc__coll_name(c->coll), c->bytes,

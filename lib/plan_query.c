@@ -47,6 +47,7 @@ gc_plan_t gc__plan_public(gc__coll_t coll, const gc__plan_t *p, size_t es) {
   gc_plan_t out = GC_PLAN_INIT;
   const int ce = p->form == GC_FORM_CE || p->form == GC_FORM_CE_STAGED || p->form == GC_FORM_CE_COPIES;
   out.path = p->path == GC_PATH_MPI ? GC_PLAN_MPI : p->path == GC_PATH_SOLO ? GC_PLAN_LOCAL
+             : p->path == GC_PATH_HIER ? GC_PLAN_HIERARCHICAL
              : ce                   ? GC_PLAN_COPYENGINE
                                     : GC_PLAN_KERNELS;
   out.algo = p->algo;

@@ -1,5 +1,6 @@
 /* switches.c — the dispatch table's experiment switches (piece sizes, schedules, the copy-engine
- * all-reduce's form and stages, the LL kernels' relay size and block size). Each is declared once
+ * all-reduce's form and stages, the LL kernels' relay size and block size, the hierarchical
+ * collectives across nodes). Each is declared once
  * below; the declaration parses GC_SWITCHES and a tune file's 'set' lines, checks the range and
  * writes the lines gc_tune_save keeps. */
 #include <stddef.h>
@@ -40,6 +41,8 @@ static const switch_decl_t decls[] = {
     INT_FIELD(staged_blocks, 1, 128, 1, 128, "staged copy-engine path: blocks of its copies out of staging"),
     SIZE_FIELD(ll_relay_bytes, 0, INT32_MAX, 524288, "LL broadcast on 3+ GPUs: through owners from this size"),
     INT_FIELD(ll_threads, 32, 512, 32, 128, "threads per block of the LL kernels (rounded down to a multiple of 32)"),
+    WORD_FIELD(hierarchical, auto_off_on, -1, -1,
+               "across nodes: the node's GPUs and MPI between nodes (1), flat MPI (0), auto (device buffers)"),
 };
 enum { N_SWITCHES = sizeof decls / sizeof decls[0] };
 

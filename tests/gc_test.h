@@ -122,6 +122,7 @@ void gc_test_suite_rmsnorm(void);
 void gc_test_suite_mixed_layout_numbering(void);
 void gc_test_suite_mixed_layout(void);
 void gc_test_suite_mixed(void);
+void gc_test_suite_hierarchy(void);
 void gc_test_suite_wire(void);
 void gc_test_suite_wire_gpu(void);
 void gc_test_suite_wire_calls(void);

@@ -32,6 +32,7 @@ static const struct {
     {"plan_query", gc_test_suite_plan_query, 1},
     {"rmsnorm", gc_test_suite_rmsnorm, 1},
     {"mixed", gc_test_suite_mixed, 1},
+    {"hierarchy", gc_test_suite_hierarchy, 1},
     {"mixed_layout_numbering", gc_test_suite_mixed_layout_numbering, 0},
     {"mixed_layout", gc_test_suite_mixed_layout, 1},
     {"wire", gc_test_suite_wire, 0},

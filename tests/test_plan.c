@@ -25,7 +25,7 @@ static gc__facts_t node(int n) {
   f.forced_algo = GC_ALGO_AUTO;
   f.staging_bytes = 64 * MB;
   f.ce_inbox_fits = n >= 2;
-  f.sw = (gc__switches_t){0, -1, -1, GC_CE_AR_AUTO, 2, 128, 512 << 10, 128};
+  gc__switches_default(&f.sw);
   return f;
 }
 

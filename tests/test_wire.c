@@ -218,7 +218,7 @@ static gc__facts_t wire_facts(int n) {
   f.cc_major = 9;
   f.forced_algo = GC_ALGO_AUTO;
   f.staging_bytes = (size_t)64 << 20;
-  f.sw = (gc__switches_t){0, -1, -1, GC_CE_AR_AUTO, 2, 128, 512 << 10, 128};
+  gc__switches_default(&f.sw);
   return f;
 }
 

@@ -562,7 +562,8 @@ GC_API void gc_partition(size_t total, int parts, int index, size_t *offset, siz
   XX(KERNELS, "kernels", "peer-to-peer kernels: the SMs read or write the peers' GPUs")   \
   XX(COPYENGINE, "copyengine", "copy engines move the bytes, the SMs reduce")             \
   XX(MPI, "mpi", "the MPI path (host buffers, no peer access, several nodes)")            \
-  XX(LOCAL, "local", "one rank: a copy (or the epilogue's kernel) on its own GPU")
+  XX(LOCAL, "local", "one rank: a copy (or the epilogue's kernel) on its own GPU")                \
+  XX(HIERARCHICAL, "hierarchical", "several nodes: each node's part on its GPUs, MPI between the nodes")
 
 typedef enum gc_plan_path {
 #define GC__PLAN_PATH_ENUM(name, str, doc) GC_PLAN_##name,

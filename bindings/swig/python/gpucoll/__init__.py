@@ -728,7 +728,7 @@ class Comm:
              pdl=None, scale=1.0, add=None, out_dtype=None):
         """The plan that comm.<collective>(send, out, ...) would take, without running anything
         (not collective): a dict of algorithm, fell_from (None: no fallback), from_table, path
-        ("kernels", "copyengine", "mpi", "local", "none"), blocks, threads, chunk_bytes,
+        ("kernels", "copyengine", "mpi", "local", "hierarchical", "none"), blocks, threads, chunk_bytes,
         piece_bytes and staged. The arguments are the call's; out=None plans for a new array (the
         broadcast: in place in send), as the call would make. Refused calls raise as they would."""
         f = "plan"
