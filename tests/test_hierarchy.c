@@ -126,24 +126,29 @@ static int finished(gc_comm_t comm, gc_result_t r, const char *what) {
   return r == GC_SUCCESS;
 }
 
-static int run_allreduce(gc_comm_t comm, const hier_case_t *c) {
+/* The all-reduce (scatter 0) or the reduce-scatter (scatter 1: this rank's part of count each). */
+static int run_reduction(gc_comm_t comm, const hier_case_t *c, int scatter) {
   const int salt = ++salt_counter;
-  const size_t n = c->count, es = gc_dtype_size(c->dtype);
+  const size_t n = c->count, es = gc_dtype_size(c->dtype), all = scatter ? n * (size_t)gc_test_size : n;
+  const size_t at = scatter ? (size_t)gc_test_rank * n : 0; /* this rank's output in the input */
   char what[160];
-  case_name(what, sizeof what, "all-reduce", c);
-  char *send = gc_test_alloc(n * es + GUARD);
-  gc_test_fill(send, n, c->dtype, gc_test_rank, salt);
-  char *recv = c->in_place ? send : gc_test_alloc(n * es + GUARD);
+  case_name(what, sizeof what, scatter ? "reduce-scatter" : "all-reduce", c);
+  char *send = gc_test_alloc(all * es + GUARD);
+  gc_test_fill(send, all, c->dtype, gc_test_rank, salt);
+  char *recv = c->in_place ? send + at * es : gc_test_alloc(n * es + GUARD);
   void *add_host = NULL, *add = c->with_add ? make_add(c, n, salt, &add_host) : NULL;
   gc_options_t o = GC_OPTIONS_INIT;
   o.scale = c->scale;
   o.add = add;
-  int ok = finished(comm, gc_allreduce_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o), what);
+  gc_result_t r = scatter ? gc_reducescatter_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o)
+                          : gc_allreduce_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o);
+  int ok = finished(comm, r, what);
   gc_test_red_t R;
   gc_test_red_init(&R, c->dtype, c->op, salt);
   R.scale = c->scale;
   R.add = add_host;
-  if (ok) ok = check_output(what, &R, recv, n, !c->in_place, 1);
+  R.base = at;
+  if (ok) ok = check_output(what, &R, recv, n, !c->in_place, !scatter);
   free(add_host);
   if (add) gc_test_free(add);
   if (!c->in_place) gc_test_free(recv);
@@ -151,31 +156,9 @@ static int run_allreduce(gc_comm_t comm, const hier_case_t *c) {
   return ok;
 }
 
-static int run_reducescatter(gc_comm_t comm, const hier_case_t *c) {
-  const int salt = ++salt_counter;
-  const size_t n = c->count, es = gc_dtype_size(c->dtype), all = n * (size_t)gc_test_size;
-  char what[160];
-  case_name(what, sizeof what, "reduce-scatter", c);
-  char *send = gc_test_alloc(all * es);
-  gc_test_fill(send, all, c->dtype, gc_test_rank, salt);
-  char *recv = c->in_place ? send + (size_t)gc_test_rank * n * es : gc_test_alloc(n * es + GUARD);
-  void *add_host = NULL, *add = c->with_add ? make_add(c, n, salt, &add_host) : NULL;
-  gc_options_t o = GC_OPTIONS_INIT;
-  o.scale = c->scale;
-  o.add = add;
-  int ok = finished(comm, gc_reducescatter_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o), what);
-  gc_test_red_t R;
-  gc_test_red_init(&R, c->dtype, c->op, salt);
-  R.scale = c->scale;
-  R.add = add_host;
-  R.base = (size_t)gc_test_rank * n;
-  if (ok) ok = check_output(what, &R, recv, n, !c->in_place, 0);
-  free(add_host);
-  if (add) gc_test_free(add);
-  if (!c->in_place) gc_test_free(recv);
-  gc_test_free(send);
-  return ok;
-}
+static int run_allreduce(gc_comm_t comm, const hier_case_t *c) { return run_reduction(comm, c, 0); }
+
+static int run_reducescatter(gc_comm_t comm, const hier_case_t *c) { return run_reduction(comm, c, 1); }
 
 /* Every rank's part at its place: a "reduction" over one rank (rank_first r) is that rank's input. */
 static int run_allgather(gc_comm_t comm, const hier_case_t *c) {
