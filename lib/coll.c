@@ -92,7 +92,7 @@ static gc_result_t columns_release(gc_comm_t comm, int host, void *full, void *a
 static gc_result_t mpi_reducescatter_columns(gc_comm_t comm, const void *send, void *recv, const gc__split_t *sp,
                                              gc_dtype_t dtype, gc_op_t op, const gc_options_t *o, cudaStream_t stream) {
   size_t total = sp->rows * sp->cols, c0 = sp->off[comm->rank], w = sp->len[comm->rank];
-  gc_dtype_t wide = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
+  gc_dtype_t wide = gc__partial_dtype(dtype);
   size_t es = gc_dtype_size(dtype), ws = gc_dtype_size(wide), os = gc_dtype_size(o->out_dtype);
   gc_options_t plain = gc__without_epilogue(o, wide);
   double scale = o->scale;
@@ -171,11 +171,10 @@ static gc_result_t reducescatter_common(const void *send, void *recv, const gc__
     on_packs &= (sp->off[r] * es) % 16 == 0;
     equal &= sp->len[r] == sp->len[0] && sp->off[r] == (size_t)r * sp->len[0];
   }
-  const int half = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16;
   gc__call_t c = {.coll = GC_COLL_REDUCESCATTER, .bytes = total * es, .ll_bytes = ll, .count = total, .es = es,
                   .os = os, .epilogue = gc__has_epilogue(&o, dtype), .sym_in = b.sym_in, .axis = sp->axis,
                   .rows = sp->rows, .cols = sp->cols, .most_part = most, .parts_on_packs = on_packs,
-                  .equal_parts = equal, .flat_only = (op == GC_AVG && !gc__dtype_is_float(dtype)) || (half && o.add)};
+                  .equal_parts = equal, .flat_only = (op == GC_AVG && !gc__dtype_is_float(dtype)) || (gc__partial_dtype(dtype) != dtype && o.add)};
   gc__plan_t plan;
   GC_CHECK(gc__plan_call(comm, &c, &o, &p, stream, &plan));
   if (plan.path == GC_PATH_HIER) return gc__hier_reducescatter(comm, send, recv, sp->len[0], dtype, op, &o, stream);

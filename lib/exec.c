@@ -84,7 +84,8 @@ gc_result_t gc__scratch_alloc(gc_comm_t comm, int on_device, size_t bytes, cudaS
 gc_result_t gc__scratch_free(gc_comm_t comm, int on_device, void *p, cudaStream_t stream, gc_result_t rc) {
   if (!p) return rc;
   if (!on_device) {
-    free(p);
+    if (rc == GC_ERR_TIMEOUT) gc__park(p);
+    else free(p);
     return rc;
   }
   cudaError_t e = cudaFreeAsync(p, stream);

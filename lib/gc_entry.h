@@ -24,6 +24,11 @@ GC_HIDDEN gc_result_t gc__check_dtype(gc_comm_t comm, gc_dtype_t dtype, int redu
 GC_HIDDEN gc_result_t gc__check_op(gc_comm_t comm, gc_op_t op);
 GC_HIDDEN int gc__has_epilogue(const gc_options_t *o, gc_dtype_t dtype);
 GC_HIDDEN gc_options_t gc__without_epilogue(const gc_options_t *o, gc_dtype_t out_dtype);
+/* The type of a reduction's partial sums between two steps (node, then across nodes): float32 for
+ * the half types, rounded once at the end; the input's type for the others. */
+static inline gc_dtype_t gc__partial_dtype(gc_dtype_t dtype) {
+  return dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
+}
 GC_HIDDEN gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
                                           gc_options_t *out);
 GC_HIDDEN gc_result_t gc__resolve_wire_options(gc_comm_t comm, const char *fn, const gc_options_t *opts,

@@ -28,7 +28,10 @@ GC_HIDDEN char *gc__staging_pub(gc_comm_t comm, int r);
 GC_HIDDEN gc_result_t gc__reducescatter_bywrites(gc_comm_t comm, gc_kargs_t *a, const gc__bywrites_shape_t *s,
                                                  cudaStream_t stream);
 /* A temporary of `bytes` where the operands are: stream-ordered device memory, or host memory;
- * gc__scratch_free returns rc, or the failure to free after a success (p NULL: nothing). */
+ * gc__scratch_free returns rc, or the failure to free after a success (p NULL: nothing). After a
+ * timed-out wait (rc GC_ERR_TIMEOUT) host memory is kept (gc__park): the wait leaves its MPI
+ * request behind (gc__boot_wait), which reads or writes the temporary where it is once a late
+ * peer comes. Device memory is read by copies on the stream, which cudaFreeAsync follows. */
 GC_HIDDEN gc_result_t gc__scratch_alloc(gc_comm_t comm, int on_device, size_t bytes, cudaStream_t stream, void **p);
 GC_HIDDEN gc_result_t gc__scratch_free(gc_comm_t comm, int on_device, void *p, cudaStream_t stream, gc_result_t rc);
 

@@ -13,22 +13,6 @@
 
 static const char why[] = "a collective across nodes (its inter-node part runs on MPI)";
 
-/* Partial sums of half types are float32 (rounded once, at the end); other types keep theirs. */
-static gc_dtype_t partial_type(gc_dtype_t dtype) {
-  return dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
-}
-
-/* Frees the partials: after a timed-out wait a host request may still read them (gc__boot_wait
- * leaves it behind), so host partials are kept then (device ones are read on the stream, which
- * cudaFreeAsync follows). */
-static gc_result_t free_partials(gc_comm_t comm, int on_device, void *tmp, cudaStream_t stream, gc_result_t r) {
-  if (r == GC_ERR_TIMEOUT && tmp && !on_device) {
-    gc__park(tmp);
-    tmp = NULL;
-  }
-  return gc__scratch_free(comm, on_device, tmp, stream, r);
-}
-
 /* The node's sums of its shard (c elements at local_rank c) and of the tail (the last count - cL
  * elements, which every rank of the node sums whole) into part, without epilogue. */
 static gc_result_t node_sums(gc_comm_t comm, const char *send, char *part, size_t c, size_t tail, gc_dtype_t dtype,
@@ -54,7 +38,7 @@ static gc_result_t across(gc_comm_t comm, const char *part, char *recv, size_t a
   const gc__mpi_mix_t mix = {dtype, comm->size};
   gc_comm_t cross = comm->cross_group;
   return gc__on_group(comm, "cross", cross, gc__mpi_allreduce(cross, part, recv + at * gc_dtype_size(o->out_dtype), n,
-                                                             partial_type(dtype), op, &x, &mix, (cudaStream_t)stream));
+                                                             gc__partial_dtype(dtype), op, &x, &mix, (cudaStream_t)stream));
 }
 
 gc_result_t gc__hier_allreduce(gc_comm_t comm, const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op,
@@ -62,7 +46,7 @@ gc_result_t gc__hier_allreduce(gc_comm_t comm, const void *send, void *recv, siz
   GC_CHECK(gc__groups_begin(comm, stream, GC_CALL_ALLREDUCE, count, dtype, op, o, send, why));
   const int L = comm->local_size, l = comm->local_rank;
   const size_t c = count / (size_t)L, tail = count - c * (size_t)L, os = gc_dtype_size(o->out_dtype);
-  const gc_dtype_t part = partial_type(dtype);
+  const gc_dtype_t part = gc__partial_dtype(dtype);
   gc_options_t inside = gc__without_epilogue(o, part), plain = gc__without_epilogue(o, GC_DTYPE_SAME);
   const int on_device = gc__ptr_kind(comm, send) == GC_PTR_DEVICE_OWN;
   void *tmp = NULL;
@@ -74,7 +58,7 @@ gc_result_t gc__hier_allreduce(gc_comm_t comm, const void *send, void *recv, siz
   if (r == GC_SUCCESS && c)
     r = gc__on_group(comm, "node", comm->node_group, gc_allgather_ex(out + (size_t)l * c * os, out, c, o->out_dtype,
                                                                     comm->node_group, stream, &plain));
-  return free_partials(comm, on_device, tmp, (cudaStream_t)stream, r);
+  return gc__scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
 /* Node m's parts of the input (L parts of rc from m L rc) reduced inside the node, for every node
@@ -85,7 +69,7 @@ gc_result_t gc__hier_reducescatter(gc_comm_t comm, const void *send, void *recv,
   GC_CHECK(gc__groups_begin(comm, stream, GC_CALL_REDUCESCATTER, rc, dtype, op, o, send, why));
   const int L = comm->local_size, N = comm->node_count;
   const size_t es = gc_dtype_size(dtype);
-  const gc_dtype_t part = partial_type(dtype);
+  const gc_dtype_t part = gc__partial_dtype(dtype);
   const size_t ps = gc_dtype_size(part);
   const gc_op_t inner = op == GC_AVG ? GC_SUM : op;
   gc_options_t inside = gc__without_epilogue(o, part), x = *o;
@@ -106,7 +90,7 @@ gc_result_t gc__hier_reducescatter(gc_comm_t comm, const void *send, void *recv,
     r = gc__on_group(comm, "cross", cross, gc__mpi_reducescatter(cross, tmp, recv, counts, part, inner, &x,
                                                                 (cudaStream_t)stream));
   free(counts);
-  return free_partials(comm, on_device, tmp, (cudaStream_t)stream, r);
+  return gc__scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
 /* Across the nodes first (each rank's part from the same local rank of every node, node order),
@@ -126,7 +110,7 @@ gc_result_t gc__hier_allgather(gc_comm_t comm, const void *send, void *recv, siz
     r = gc__on_group(comm, "node", node, gc_allgather_ex((const char *)tmp + (size_t)m * count * es,
                                                         (char *)recv + (size_t)m * L * count * es, count, dtype, node,
                                                         stream, &plain));
-  return free_partials(comm, on_device, tmp, (cudaStream_t)stream, r);
+  return gc__scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
 /* The root's local rank on every node gets the data across the nodes, then each node's copy

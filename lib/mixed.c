@@ -83,7 +83,7 @@ static gc_result_t avg_across(gc_comm_t comm, gc_dtype_t dtype, gc_op_t op) {
 static gc_result_t rs_ar_run(gc_comm_t comm, gc_comm_t rs, const char *rs_name, gc_comm_t ar, const char *ar_name,
                              const void *send, void *recv, size_t count, gc_dtype_t dtype, gc_op_t op, void *stream,
                              const gc_options_t *o) {
-  gc_dtype_t part = dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
+  gc_dtype_t part = gc__partial_dtype(dtype);
   gc_options_t inside = gc__without_epilogue(o, part), across = GC_OPTIONS_INIT;
   across.scale = o->scale;
   across.add = o->add;
@@ -101,13 +101,6 @@ static gc_result_t rs_ar_run(gc_comm_t comm, gc_comm_t rs, const char *rs_name, 
   if (r == GC_SUCCESS)
     r = gc__on_group(comm, ar_name, ar, gc__mpi_allreduce(ar, partial, recv, count, part, op, &across, &mix,
                                                       (cudaStream_t)stream));
-  if (r == GC_ERR_TIMEOUT && tmp && !on_device) {
-    /* A wait that timed out leaves its request behind (gc__boot_wait), and on the host that
-     * request reads the partials where they are: kept, or MPI reads freed memory once a late peer
-     * comes. (Device partials are read by copies on the stream, which cudaFreeAsync follows.) */
-    gc__park(tmp);
-    tmp = NULL;
-  }
   return gc__scratch_free(comm, on_device, tmp, (cudaStream_t)stream, r);
 }
 
