@@ -329,3 +329,10 @@ int gc_test_replay(void *graph_exec, void *stream) {
 void gc_test_graph_destroy(void *graph_exec) {
   if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
+
+int gc_test_finished(gc_comm_t comm, gc_result_t r, const char *what) {
+  if (r == GC_SUCCESS) r = gc_synchronize(comm, NULL);
+  if (r != GC_SUCCESS)
+    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r), gc_comm_last_error(comm));
+  return r == GC_SUCCESS;
+}

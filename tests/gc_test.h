@@ -89,6 +89,9 @@ int gc_test_capture(void *stream, int begin, void **graph_exec);
 int gc_test_replay(void *graph_exec, void *stream);
 void gc_test_graph_destroy(void *graph_exec);
 
+/* 1 when call result r and then gc_synchronize(comm, NULL) succeed; else prints the failure,
+ * prefixed by `what`, and returns 0. */
+int gc_test_finished(gc_comm_t comm, gc_result_t r, const char *what);
 /* 1 on every rank when ok is 1 on every rank. */
 int gc_test_all(int ok);
 /* 1 when the bytes are identical on every rank (rank 0's bytes broadcast and compared). */

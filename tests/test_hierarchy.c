@@ -119,13 +119,6 @@ static int check_output(const char *what, const gc_test_red_t *R, const void *de
   return ok;
 }
 
-static int finished(gc_comm_t comm, gc_result_t r, const char *what) {
-  if (r == GC_SUCCESS) r = gc_synchronize(comm, NULL);
-  if (r != GC_SUCCESS)
-    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r), gc_comm_last_error(comm));
-  return r == GC_SUCCESS;
-}
-
 /* The all-reduce (scatter 0) or the reduce-scatter (scatter 1: this rank's part of count each). */
 static int run_reduction(gc_comm_t comm, const hier_case_t *c, int scatter) {
   const int salt = ++salt_counter;
@@ -142,7 +135,7 @@ static int run_reduction(gc_comm_t comm, const hier_case_t *c, int scatter) {
   o.add = add;
   gc_result_t r = scatter ? gc_reducescatter_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o)
                           : gc_allreduce_ex(send, recv, n, c->dtype, c->op, comm, NULL, &o);
-  int ok = finished(comm, r, what);
+  int ok = gc_test_finished(comm, r, what);
   gc_test_red_t R;
   gc_test_red_init(&R, c->dtype, c->op, salt);
   R.scale = c->scale;
@@ -169,7 +162,7 @@ static int run_allgather(gc_comm_t comm, const hier_case_t *c) {
   char *recv = gc_test_alloc((size_t)gc_test_size * n * es + GUARD);
   char *send = c->in_place ? recv + (size_t)gc_test_rank * n * es : gc_test_alloc(n * es);
   gc_test_fill(send, n, c->dtype, gc_test_rank, salt);
-  int ok = finished(comm, gc_allgather_ex(send, recv, n, c->dtype, comm, NULL, NULL), what);
+  int ok = gc_test_finished(comm, gc_allgather_ex(send, recv, n, c->dtype, comm, NULL, NULL), what);
   char *out = malloc((size_t)gc_test_size * n * es + GUARD);
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   if (ok) ok = gc_test_fetch_checked(out, recv, (size_t)gc_test_size * n * es, 1, what);
@@ -196,7 +189,7 @@ static int run_broadcast(gc_comm_t comm, const hier_case_t *c, int root) {
   char *recv = gc_test_alloc(n * es + GUARD);
   char *send = c->in_place ? recv : gc_test_alloc(n * es);
   if (gc_test_rank == root) gc_test_fill(send, n, c->dtype, root, salt);
-  int ok = finished(comm, gc_broadcast_ex(send, recv, n, c->dtype, root, comm, NULL, NULL), what);
+  int ok = gc_test_finished(comm, gc_broadcast_ex(send, recv, n, c->dtype, root, comm, NULL, NULL), what);
   gc_test_red_t R;
   gc_test_red_init(&R, c->dtype, GC_SUM, salt);
   R.rank_first = root;

@@ -51,13 +51,6 @@ static int node_sizes(int *L) {
   return k;
 }
 
-static int finished(gc_comm_t comm, gc_result_t r, const char *what) {
-  if (r == GC_SUCCESS) r = gc_synchronize(comm, NULL);
-  if (r != GC_SUCCESS)
-    fprintf(stderr, "[rank %d] %s: %s: %s\n", gc_test_rank, what, gc_result_name(r), gc_comm_last_error(comm));
-  return r == GC_SUCCESS;
-}
-
 /* 1 when buf's bytes are the same on every rank of this rank's cross group (same local rank). */
 static int same_in_cross_group(const void *buf, size_t bytes, int L) {
   MPI_Comm cross;
@@ -140,7 +133,7 @@ static int run_rs_ar(gc_comm_t comm, const mixed_case_t *c) {
   void *add_host = NULL, *add = c->with_add ? make_add(c, salt, &add_host) : NULL;
   if (c->with_add == 2) add = residual_in_place(add, recv, c, salt);
   gc_options_t o = case_options(c, add);
-  int ok = finished(comm, gc_reducescatter_allreduce(send, recv, n, dt, c->op, comm, NULL, &o), what);
+  int ok = gc_test_finished(comm, gc_reducescatter_allreduce(send, recv, n, dt, c->op, comm, NULL, &o), what);
   char *out = malloc(n * osz + GUARD);
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   if (ok) ok = gc_test_fetch_checked(out, recv, n * osz, !c->in_place, what);
@@ -176,7 +169,7 @@ static int run_ar_ag(gc_comm_t comm, const mixed_case_t *c) {
   char *mine = recv + (size_t)lr * n * osz;
   if (c->with_add == 2) add = residual_in_place(add, mine, c, salt);
   gc_options_t o = case_options(c, add);
-  int ok = finished(comm, gc_allreduce_allgather(send, recv, n, dt, c->op, comm, NULL, &o), what);
+  int ok = gc_test_finished(comm, gc_allreduce_allgather(send, recv, n, dt, c->op, comm, NULL, &o), what);
   char *out = malloc((size_t)L * n * osz + GUARD);
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   if (ok) ok = gc_test_fetch_checked(out, recv, (size_t)L * n * osz, 1, what);
