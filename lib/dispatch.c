@@ -192,8 +192,8 @@ static const row_set_t *row_set(int cc_major) {
   return &row_sets[NUM_ROW_SETS - 1];
 }
 
-static const char *coll_names[GC_NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast"};
-const char *gc__coll_name(gc__coll_t coll) { return coll < GC_NUM_COLLS ? coll_names[coll] : "?"; }
+static const char *coll_names[GC_NUM_TUNED_KINDS] = {"allreduce", "reducescatter", "allgather", "broadcast", "rmsnorm"};
+const char *gc__coll_name(gc__coll_t coll) { return coll < GC_NUM_TUNED_KINDS ? coll_names[coll] : "?"; }
 
 const gc__row_t *gc__table_row(int cc_major, gc__coll_t coll, int n, size_t bytes) {
   const row_set_t *set = row_set(cc_major);

@@ -16,13 +16,15 @@
 #define GC_HIDDEN __attribute__((visibility("hidden")))
 #endif
 
+/* The collectives gc__plan plans, then the fused all-reduce + RMSNorm, which has tuned rows of
+ * its own (gc__plan_rmsnorm_algo reads them) but is planned apart. */
 typedef enum { GC_COLL_ALLREDUCE, GC_COLL_REDUCESCATTER, GC_COLL_ALLGATHER, GC_COLL_BROADCAST,
-               GC_NUM_COLLS } gc__coll_t;
+               GC_NUM_COLLS, GC_COLL_RMSNORM = GC_NUM_COLLS, GC_NUM_TUNED_KINDS } gc__coll_t;
 
 /* The copy-engine all-reduce's reduce half (the ce_allreduce switch). */
 enum { GC_CE_AR_AUTO, GC_CE_AR_COPIES, GC_CE_AR_READS, GC_CE_AR_WRITES };
 
-/* Tuned rows (tune.c): an algorithm per collective for sizes up to max_bytes. */
+/* Tuned rows (tune.c): an algorithm per collective (or the RMSNorm) for sizes up to max_bytes. */
 typedef struct gc__tuned {
   gc__coll_t coll;
   size_t max_bytes; /* SIZE_MAX: any larger size */
@@ -164,7 +166,8 @@ GC_HIDDEN size_t gc__bywrites_slot(const gc__facts_t *f);
 GC_HIDDEN int gc__tune_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]);
 
 /* The fused all-reduce + RMSNorm: the algorithm for a call of `bytes` (forced: the options' or
- * GC_ALGO's; AUTO: by the all-reduce table), and the grid of its kernels. */
+ * GC_ALGO's; AUTO: the tuned rmsnorm rows', else by the all-reduce table), and the grid of its
+ * kernels. */
 GC_HIDDEN gc_algo_t gc__plan_rmsnorm_algo(const gc__facts_t *f, gc_algo_t asked, size_t bytes, int p2p);
 GC_HIDDEN gc__plan_t gc__plan_rmsnorm_grid(const gc__facts_t *f, int max_blocks, size_t rows, size_t cols, size_t es,
                                            int by_elements, int ll, int *parts);

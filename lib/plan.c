@@ -587,6 +587,7 @@ gc_result_t gc__plan(const gc__facts_t *f, const gc__call_t *c, gc__plan_t *plan
  * one-shot at every size from 16 MB. */
 gc_algo_t gc__plan_rmsnorm_algo(const gc__facts_t *f, gc_algo_t asked, size_t bytes, int p2p) {
   gc_algo_t algo = asked != GC_ALGO_AUTO ? asked : f->forced_algo;
+  if (p2p && algo == GC_ALGO_AUTO) algo = tuned_algo(f, GC_COLL_RMSNORM, bytes);
   if (p2p && algo == GC_ALGO_AUTO)
     algo = gc__table_choice(f->cc_major, f->local_size, GC_COLL_ALLREDUCE, bytes, 0) == GC_ALGO_ONESHOT_LL ? GC_ALGO_ONESHOT_LL
                                                                                               : GC_ALGO_ONESHOT;

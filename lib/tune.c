@@ -1,5 +1,6 @@
-/* tune.c — the autotuner: times each algorithm of each collective at a ladder of sizes and keeps
- * the fastest as the communicator's dispatch rows; saves and loads those rows as text. */
+/* tune.c — the autotuner: times each algorithm of each collective (and of the fused RMSNorm) at
+ * a ladder of sizes and keeps the fastest as the communicator's dispatch rows, a mixed layout's
+ * on its groups; saves and loads a communicator's rows as text. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,25 +10,40 @@
 #include <unistd.h>
 
 #include "gc_entry.h"
+#include "gc_mixed.h"
 #include "gc_plan.h"
 
 /* What can be tried per collective, the two-stage broadcast (GC_ALGO_TWOSHOT) among them: no
  * row of the built-in table takes it, so measurement is how it gets chosen. gc__tune_candidates
- * keeps those the planner takes as asked for the tuner's call on this communicator. */
-static const gc_algo_t candidates[GC_NUM_COLLS][7] = {
+ * keeps those the planner takes as asked for the tuner's call on this communicator. The fused
+ * RMSNorm tries its three kernels; where none runs it composes the all-reduce, whose own rows
+ * are tuned with the collectives. */
+static const gc_algo_t candidates[GC_NUM_TUNED_KINDS][7] = {
     [GC_COLL_ALLREDUCE] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
     [GC_COLL_REDUCESCATTER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
     [GC_COLL_ALLGATHER] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE, GC_ALGO_MPI},
     [GC_COLL_BROADCAST] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT, GC_ALGO_WRITES, GC_ALGO_COPYENGINE,
                            GC_ALGO_MPI},
+    [GC_COLL_RMSNORM] = {GC_ALGO_ONESHOT_LL, GC_ALGO_ONESHOT, GC_ALGO_TWOSHOT},
 };
+
+/* The fused kernels need device buffers and peers (two-shot: two GPUs or more); a kernel that
+ * cannot take the tuner's shape refuses the call (GC_ERR_UNSUPPORTED), so it is not timed. */
+static int rmsnorm_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]) {
+  int n = 0;
+  if (!f->p2p_ready || !c->all_device) return 0;
+  for (int k = 0; k < 3; k++)
+    if (candidates[GC_COLL_RMSNORM][k] != GC_ALGO_TWOSHOT || f->local_size > 1) out[n++] = candidates[GC_COLL_RMSNORM][k];
+  return n;
+}
 
 /* A candidate is timed only where the planner runs it as asked: a refusal (no peers, LL that
  * cannot carry the call, a collective without that algorithm) or a documented fallback to another
  * algorithm would time something else under its name. The refusals are recorded per thread, not
  * on the communicator. */
 int gc__tune_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]) {
+  if (c->coll == GC_COLL_RMSNORM) return rmsnorm_candidates(f, c, out);
   gc__facts_t quiet = *f;
   quiet.comm = NULL;
   int n = 0;
@@ -46,6 +62,9 @@ int gc__tune_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out
  * reduce-scatter: the whole input) in gc_mem_alloc buffers, out of place. */
 static gc__call_t tuner_call(gc_comm_t comm, gc__coll_t coll, size_t count, gc_dtype_t dtype) {
   const size_t es = gc_dtype_size(dtype), n = (size_t)comm->size;
+  if (coll == GC_COLL_RMSNORM)
+    return (gc__call_t){.coll = coll, .bytes = count * es, .count = count, .es = es, .os = 1,
+                        .all_device = comm->device >= 0, .sym_in = 1, .rows = 1, .most_part = count};
   const int whole = coll == GC_COLL_ALLREDUCE || coll == GC_COLL_BROADCAST;
   gc__call_t c = {.coll = coll, .bytes = whole ? count * es : count * es * n,
                   .count = coll == GC_COLL_REDUCESCATTER ? count * n : count, .es = es, .os = es,
@@ -59,6 +78,10 @@ static gc__call_t tuner_call(gc_comm_t comm, gc__coll_t coll, size_t count, gc_d
 /* How much faster than the built-in table's choice a candidate must be to replace it. */
 #define TABLE_MARGIN 0.03
 
+/* The RMSNorm's rows are tuned on rows of this many elements (a common hidden size), or on one
+ * row of the whole size below it. */
+#define TUNE_RMSNORM_COLS 4096
+
 typedef struct {
   gc_comm_t comm;
   gc__coll_t coll;
@@ -71,6 +94,10 @@ typedef struct {
    * and on 2 x H200 the tuner then took the one-shot reduce-scatter at 256 KB (4.50 us in the
    * bench) over LL (4.31). */
   size_t stride, sets, next;
+  /* The fused RMSNorm's: elements a row, one scale a row, the cols weights. */
+  size_t cols;
+  float *scales;
+  const void *gamma;
 } trial_t;
 
 static gc_result_t run_trial(void *arg, void *stream) {
@@ -85,6 +112,12 @@ static gc_result_t run_trial(void *arg, void *stream) {
       return gc_reducescatter_ex(send, recv, t->count, t->dtype, GC_SUM, t->comm, stream, &t->opts);
     case GC_COLL_ALLGATHER:
       return gc_allgather_ex(send, recv, t->count, t->dtype, t->comm, stream, &t->opts);
+    case GC_COLL_RMSNORM: {
+      gc_rmsnorm_fp8_t norm = GC_RMSNORM_FP8_INIT;
+      norm.gamma = t->gamma;
+      return gc_allreduce_rmsnorm_fp8(send, recv, t->scales, t->count / t->cols, t->cols, t->dtype, &norm, t->comm,
+                                      stream, &t->opts);
+    }
     default:
       return gc_broadcast_ex(send, recv, t->count, t->dtype, 0, t->comm, stream, &t->opts);
   }
@@ -130,7 +163,10 @@ static gc_result_t time_candidates(gc_comm_t comm, trial_t *t, size_t bytes, gc_
   const gc__call_t call = tuner_call(comm, t->coll, t->count, t->dtype);
   gc_algo_t algos[GC_NUM_ALGOS];
   const int count = gc__tune_candidates(&f, &call, algos);
-  const gc_algo_t table = gc__table_choice(comm->cc_major, comm->local_size, t->coll, bytes, 1);
+  gc__facts_t untuned = f;
+  untuned.tuned_count = 0;
+  const gc_algo_t table = t->coll == GC_COLL_RMSNORM ? gc__plan_rmsnorm_algo(&untuned, GC_ALGO_AUTO, bytes, 1)
+                                                     : gc__table_choice(comm->cc_major, comm->local_size, t->coll, bytes, 1);
   double best_us = 0, table_us = 0;
   *best = GC_ALGO_AUTO;
   for (int k = 0; k < count; k++) {
@@ -157,39 +193,84 @@ static gc_result_t time_candidates(gc_comm_t comm, trial_t *t, size_t bytes, gc_
   return GC_SUCCESS;
 }
 
+/* The buffers gc_autotune times in: send and recv of max_bytes from gc_mem_alloc, and for the
+ * fused RMSNorm (float32, float16 or bfloat16 on a GPU) its weights and a scale a row. */
+typedef struct {
+  void *send, *recv, *gamma;
+  float *scales;
+} tune_bufs_t;
+
+static int tunes_rmsnorm(gc_comm_t comm, gc_dtype_t dtype) {
+  return comm->device >= 0 && (dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16);
+}
+
+static gc_result_t bufs_alloc(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype, tune_bufs_t *b) {
+  const size_t es = gc_dtype_size(dtype), rows = max_bytes / es / TUNE_RMSNORM_COLS + 1;
+  GC_CHECK(gc_mem_alloc(comm, max_bytes, &b->send));
+  GC_CHECK(gc_mem_alloc(comm, max_bytes, &b->recv));
+  GC_CHECK(gc_fill_random(comm, b->send, max_bytes / es, dtype, 1234u + (unsigned)comm->rank));
+  if (!tunes_rmsnorm(comm, dtype)) return GC_SUCCESS;
+  GC_CHECK(gc_buffer_alloc(comm, TUNE_RMSNORM_COLS * es, 1, &b->gamma));
+  GC_CHECK(gc_buffer_alloc(comm, rows * sizeof(float), 1, (void **)&b->scales));
+  return gc_fill_random(comm, b->gamma, TUNE_RMSNORM_COLS, dtype, 99u); /* alike on every rank */
+}
+
+static void bufs_free(gc_comm_t comm, tune_bufs_t *b) {
+  if (b->scales) gc_buffer_free(comm, b->scales);
+  if (b->gamma) gc_buffer_free(comm, b->gamma);
+  if (b->recv) gc_mem_free(comm, b->recv);
+  if (b->send) gc_mem_free(comm, b->send);
+}
+
+/* The call of `bytes` that tunes kind: its elements (0: too small to split), and for the RMSNorm
+ * rows of TUNE_RMSNORM_COLS, or one row of the whole below that. */
+static trial_t trial_for(gc_comm_t comm, const tune_bufs_t *b, gc__coll_t kind, size_t bytes, size_t max_bytes,
+                         gc_dtype_t dtype) {
+  const size_t es = gc_dtype_size(dtype), stride = (bytes + 4095) & ~(size_t)4095, sets = max_bytes / stride;
+  trial_t t = {comm, kind, b->send, b->recv, elements_for(kind, bytes, es, comm->size), dtype, GC_OPTIONS_INIT,
+               stride, sets > 0 ? sets : 1, 0, 0, b->scales, b->gamma};
+  if (kind == GC_COLL_RMSNORM) {
+    t.cols = t.count < TUNE_RMSNORM_COLS ? t.count : TUNE_RMSNORM_COLS;
+    if (t.cols) t.count -= t.count % t.cols;
+  }
+  return t;
+}
+
+/* Appends kind's rows: a run of sizes with the same winner is one row, and the last row covers
+ * anything larger. */
+static gc_result_t tune_kind(gc_comm_t comm, const tune_bufs_t *b, gc__coll_t kind, size_t max_bytes, gc_dtype_t dtype,
+                             gc__tuned_t *rows, int cap, int *nrows) {
+  for (size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+    trial_t t = trial_for(comm, b, kind, bytes, max_bytes, dtype);
+    if (t.count == 0) continue;
+    gc_algo_t best = GC_ALGO_AUTO;
+    GC_CHECK(time_candidates(comm, &t, bytes, &best));
+    if (best == GC_ALGO_AUTO) continue;
+    if (*nrows > 0 && rows[*nrows - 1].coll == kind && rows[*nrows - 1].algo == best) rows[*nrows - 1].max_bytes = bytes;
+    else if (*nrows < cap) rows[(*nrows)++] = (gc__tuned_t){kind, bytes, best};
+  }
+  if (*nrows > 0 && rows[*nrows - 1].coll == kind) rows[*nrows - 1].max_bytes = SIZE_MAX;
+  return GC_SUCCESS;
+}
+
 static gc_result_t autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
   if (!gc__dtype_valid(dtype) || !gc__dtype_reducible(dtype))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_autotune: dtype must be a reducible type");
   if (max_bytes < 1024 || max_bytes > ((size_t)1 << 40))
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "gc_autotune: max_bytes %zu is outside 1 KB .. 1 TB", max_bytes);
-  size_t es = gc_dtype_size(dtype);
-  void *send = NULL, *recv = NULL;
-  GC_CHECK(gc_mem_alloc(comm, max_bytes, &send));
-  gc_result_t r = gc_mem_alloc(comm, max_bytes, &recv);
-  if (r == GC_SUCCESS) r = gc_fill_random(comm, send, max_bytes / es, dtype, 1234u + (unsigned)comm->rank);
-
-  enum { MAX_ROWS = GC_NUM_COLLS * 64 };
+  enum { MAX_ROWS = GC_NUM_TUNED_KINDS * 64 };
   gc__tuned_t rows[MAX_ROWS];
   int nrows = 0;
-  for (int c = 0; r == GC_SUCCESS && c < GC_NUM_COLLS; c++) {
-    for (size_t bytes = 1024; r == GC_SUCCESS && bytes <= max_bytes; bytes *= 4) {
-      const size_t stride = (bytes + 4095) & ~(size_t)4095, sets = max_bytes / stride;
-      trial_t t = {comm, (gc__coll_t)c, send, recv, elements_for((gc__coll_t)c, bytes, es, comm->size), dtype,
-                   GC_OPTIONS_INIT, stride, sets > 0 ? sets : 1, 0};
-      if (t.count == 0) continue;
-      gc_algo_t best = GC_ALGO_AUTO;
-      r = time_candidates(comm, &t, bytes, &best);
-      if (r != GC_SUCCESS || best == GC_ALGO_AUTO) continue;
-      /* A run of sizes with the same winner is one row; the last row covers anything larger. */
-      if (nrows > 0 && rows[nrows - 1].coll == (gc__coll_t)c && rows[nrows - 1].algo == best)
-        rows[nrows - 1].max_bytes = bytes;
-      else if (nrows < MAX_ROWS)
-        rows[nrows++] = (gc__tuned_t){(gc__coll_t)c, bytes, best};
-    }
-    if (nrows > 0 && rows[nrows - 1].coll == (gc__coll_t)c) rows[nrows - 1].max_bytes = SIZE_MAX;
-  }
-  gc_mem_free(comm, recv);
-  gc_mem_free(comm, send);
+  tune_bufs_t b = {0};
+  gc_result_t r = bufs_alloc(comm, max_bytes, dtype, &b);
+  /* The weights and scales are this rank's own allocations: every rank goes on, or none. */
+  int ok = r == GC_SUCCESS;
+  gc_result_t met = gc__boot_agree(comm, &ok, comm->timeout_ms, "gc_autotune's buffers");
+  if (r == GC_SUCCESS && met != GC_SUCCESS) r = met;
+  else if (r == GC_SUCCESS && !ok) r = GC_FAIL(comm, GC_ERR_REMOTE, "gc_autotune: another rank could not set up its buffers");
+  const int kinds = tunes_rmsnorm(comm, dtype) ? GC_NUM_TUNED_KINDS : GC_NUM_COLLS;
+  for (int k = 0; r == GC_SUCCESS && k < kinds; k++) r = tune_kind(comm, &b, (gc__coll_t)k, max_bytes, dtype, rows, MAX_ROWS, &nrows);
+  bufs_free(comm, &b);
   GC_CHECK(r);
   return share_rows(comm, rows, nrows);
 }
@@ -198,6 +279,31 @@ gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype) {
   GC_CHECK(gc__comm_check(comm));
   GC_CHECK(gc__comm_health(comm));
   return autotune(comm, max_bytes, dtype);
+}
+
+/* Every rank tunes its TP group, then its DP group: the ranks of each group meet in the same
+ * order, and all agree between the two, so that a group's failure stops every rank before the
+ * next step instead of leaving the others waiting in it. A group that is the communicator itself
+ * (the other axis has one rank) gets the communicator's rows. */
+static gc_result_t mixed_autotune(gc_mixed_t m, size_t max_bytes, gc_dtype_t dtype) {
+  gc_comm_t groups[2] = {m->tp, m->dp};
+  static const char *const names[2] = {"TP", "DP"};
+  for (int g = 0; g < 2; g++) {
+    if (g == 1 && m->dp == m->tp) break;
+    gc_result_t r = gc__on_group(m->comm, names[g], groups[g], autotune(groups[g], max_bytes, dtype));
+    int ok = r == GC_SUCCESS;
+    gc_result_t met = gc__boot_agree(m->comm, &ok, m->comm->timeout_ms, "gc_mixed_autotune");
+    GC_CHECK(r);
+    GC_CHECK(met);
+    if (!ok) return GC_FAIL(m->comm, GC_ERR_REMOTE, "gc_mixed_autotune: the %s group of another rank failed", names[g]);
+  }
+  return GC_SUCCESS;
+}
+
+gc_result_t gc_mixed_autotune(gc_mixed_t mixed, size_t max_bytes, gc_dtype_t dtype) {
+  GC_CHECK(gc__mixed_check(mixed));
+  GC_CHECK(gc__comm_health(mixed->comm));
+  return mixed_autotune(mixed, max_bytes, dtype);
 }
 
 /* ---- save and load -------------------------------------------------------------------------
@@ -349,13 +455,15 @@ static const char *parse_line(char *const *w, int nw, tune_text_t *t) {
   }
   int coll = -1;
   gc_algo_t algo = GC_ALGO_AUTO;
-  for (int k = 0; nw == 3 && k < GC_NUM_COLLS; k++)
+  for (int k = 0; nw == 3 && k < GC_NUM_TUNED_KINDS; k++)
     if (strcmp(w[0], gc__coll_name((gc__coll_t)k)) == 0) coll = k;
   if (coll >= 0 && strcmp(w[1], "any") == 0) v = SIZE_MAX;
   else if (coll >= 0 && !parse_count(w[1], SIZE_MAX, &v)) coll = -1;
   const char *name = coll >= 0 && strcmp(w[2], GC__ALGO_WRITES_ALIAS) == 0 ? "writes" : w[2];
   if (coll < 0 || gc_algo_from_name(name, &algo) != GC_SUCCESS || algo == GC_ALGO_AUTO || algo == GC_ALGO_MULTIMEM)
     return "is not '<collective> <bytes|any> <algorithm>'";
+  if (coll == GC_COLL_RMSNORM && algo != GC_ALGO_ONESHOT_LL && algo != GC_ALGO_ONESHOT && algo != GC_ALGO_TWOSHOT)
+    return "is an rmsnorm row of another algorithm than its kernels (oneshot_ll, oneshot, twoshot)";
   t->rows[t->n++] = (gc__tuned_t){(gc__coll_t)coll, (size_t)v, algo};
   return NULL;
 }

@@ -389,6 +389,36 @@ static void test_world_nodes(void) {
   run_splits(gc_test_comm, L);
 }
 
+/* gc_mixed_autotune: every split of the world into nodes of 2 (1 for an odd world) gives each own
+ * group tuned rows and runs its operations right after; a bad dtype is refused on every rank,
+ * named after the group it stopped in, and a NULL handle is refused. */
+static void test_autotune(void) {
+  const int L = gc_test_size % 2 == 0 ? 2 : 1;
+  gc_comm_t comm = nodes_of(L);
+  split_t splits[64];
+  const int ns = gc_test_size <= MAX_WORLD ? every_split(gc_test_size, L, splits, 64) : 0;
+  for (int k = 0; k < ns; k++) {
+    int tp_of[MAX_WORLD], dp_of[MAX_WORLD];
+    CU_ASSERT_TRUE_FATAL(flashinfer_ranks(&splits[k], tp_of, dp_of));
+    gc_mixed_config_t cfg = split_config(&splits[k], 0);
+    gc_mixed_t m = NULL;
+    CU_ASSERT_EQUAL_FATAL(gc_mixed_init(&m, comm, &cfg), GC_SUCCESS);
+    GC_TEST_OK(gc_mixed_autotune(m, 16 * 1024, GC_FLOAT32));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_algo_table(m->tp), "tuned"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_algo_table(m->dp), "tuned"));
+    gc_mixed_layout_t a;
+    GC_TEST_OK(gc_mixed_get_layout(m, &a));
+    for (int op = 0; op < GC_NUM_MIXED_OPS; op++)
+      if (expect_valid(&a, (gc_mixed_op_t)op)) CU_ASSERT_TRUE(run_op(m, comm, (gc_mixed_op_t)op, &cases[0], dp_of));
+    CU_ASSERT_EQUAL(gc_mixed_autotune(m, 16 * 1024, GC_FP8_E4M3), GC_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(comm), "TP group: gc_autotune: dtype must be a reducible type"));
+    CU_ASSERT_EQUAL(gc_mixed_autotune(m, 100, GC_FLOAT32), GC_ERR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(gc_mixed_destroy(m), GC_SUCCESS);
+  }
+  CU_ASSERT_EQUAL(gc_mixed_autotune(NULL, 16 * 1024, GC_FLOAT32), GC_ERR_INVALID_ARGUMENT);
+  CU_ASSERT_EQUAL(gc_comm_destroy(comm), GC_SUCCESS);
+}
+
 /* Sizes that do not fit the world, sizes that differ between ranks, nodes of different sizes:
  * refused on every rank with the reason, nothing written, and the communicator usable after. */
 static void test_refusals(void) {
@@ -433,6 +463,7 @@ void gc_test_suite_mixed_layout(void) {
       {"every split runs", test_every_split_runs},
       {"the world's nodes", test_world_nodes},
       {"refusals", test_refusals},
+      {"tuned groups", test_autotune},
       {NULL, NULL},
   };
   gc_test_add_suite("mixed_layout", tests);

@@ -218,6 +218,48 @@ static void test_tune_candidates(void) {
   CU_ASSERT_TRUE(has_algo(algos, gc__tune_candidates(&f, &c, algos), GC_ALGO_TWOSHOT));
 }
 
+/* The fused RMSNorm: its tuner candidates are its three kernels (the two-shot from two GPUs),
+ * none without peers or on host buffers; its algorithm is the asked one, else GC_ALGO's, else its
+ * tuned rows' (first match wins), else by the all-reduce table; the tuned rows of the all-reduce
+ * do not decide it. */
+static void test_rmsnorm_rows(void) {
+  gc_algo_t algos[GC_NUM_ALGOS];
+  gc__facts_t f = node(4);
+  gc__call_t c = call_of(GC_COLL_RMSNORM, 1 * MB, 1);
+  CU_ASSERT_EQUAL(gc__tune_candidates(&f, &c, algos), 3);
+  CU_ASSERT_TRUE(has_algo(algos, 3, GC_ALGO_TWOSHOT));
+  f = node(1);
+  CU_ASSERT_EQUAL(gc__tune_candidates(&f, &c, algos), 2);
+  CU_ASSERT_FALSE(has_algo(algos, 2, GC_ALGO_TWOSHOT));
+  f = node(4);
+  f.p2p_ready = 0;
+  CU_ASSERT_EQUAL(gc__tune_candidates(&f, &c, algos), 0);
+  f = node(4);
+  c.all_device = 0;
+  CU_ASSERT_EQUAL(gc__tune_candidates(&f, &c, algos), 0);
+
+  const gc_algo_t table_small = gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4096, 1);
+  const gc_algo_t table_big = gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4 * MB + 1, 1);
+  const gc__tuned_t rows[] = {{GC_COLL_ALLREDUCE, SIZE_MAX, GC_ALGO_WRITES},
+                              {GC_COLL_RMSNORM, 64 * 1024, GC_ALGO_TWOSHOT},
+                              {GC_COLL_RMSNORM, 1 * MB, GC_ALGO_ONESHOT_LL},
+                              {GC_COLL_RMSNORM, 4 * MB, GC_ALGO_ONESHOT}};
+  f.tuned = rows;
+  f.tuned_count = 1;
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4096, 1), table_small);
+  f.tuned_count = 4;
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4096, 1), GC_ALGO_TWOSHOT);
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 64 * 1024 + 1, 1), GC_ALGO_ONESHOT_LL);
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4 * MB, 1), GC_ALGO_ONESHOT);
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4 * MB + 1, 1), table_big); /* past the last row */
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_ONESHOT, 4096, 1), GC_ALGO_ONESHOT);
+  f.forced_algo = GC_ALGO_ONESHOT_LL;
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4096, 1), GC_ALGO_ONESHOT_LL);
+  f.forced_algo = GC_ALGO_AUTO;
+  CU_ASSERT_EQUAL(gc__plan_rmsnorm_algo(&f, GC_ALGO_AUTO, 4096, 0), GC_ALGO_AUTO); /* no peers: composed */
+  CU_ASSERT_STRING_EQUAL(gc__coll_name(GC_COLL_RMSNORM), "rmsnorm");
+}
+
 /* Asked for, an algorithm that cannot run is refused with a message; chosen by the table, it
  * takes its fallback, and the plan says which algorithm it fell from. */
 static void test_forced_and_fallback(void) {
@@ -323,6 +365,7 @@ void gc_test_suite_plan(void) {
                                          {"same plan on every rank", test_same_on_every_rank},
                                          {"rows by architecture", test_by_architecture},
                                          {"tuner's candidates", test_tune_candidates},
+                                         {"the RMSNorm's tuned rows", test_rmsnorm_rows},
                                          {"forced algorithms and fallbacks", test_forced_and_fallback},
                                          {"switches reach the plan", test_switches},
                                          {"one rank", test_one_rank},

@@ -38,6 +38,9 @@ static void test_tune_save_load(void) {
   /* Every rank holds the same rows (rank 0's decision). */
   const char *t = gc_comm_algo_table(gc_test_comm);
   CU_ASSERT(gc_test_same_on_all_ranks(t, strlen(t)));
+  /* On GPUs with peer access the fused RMSNorm's kernels are timed too: float32 is one of its
+   * dtypes, and one of its kernels runs at every size of the ladder. */
+  if (gc_test_peer_gpus("the RMSNorm's tuned rows", 1)) CU_ASSERT(table_has("\nrmsnorm "));
   check_allreduce_sum(900);
 
   char path[256];
@@ -111,6 +114,8 @@ static void test_tune_hostile_files(void) {
       {"end2", "broadcast any mpi\nend 1\nend 1\n", "line 4"},
       {"endx", "broadcast any mpi\nend one\n", "line 3"},
       {"count", "broadcast any mpi\nend 2\n", "says 2"},
+      {"rmsnorm", "rmsnorm any writes\nend 1\n", "line 2 is an rmsnorm row"},
+      {"rmsnorm2", "rmsnorm any mpi\nend 1\n", "line 2 is an rmsnorm row"},
   };
   enum { N = sizeof cases / sizeof cases[0] };
   char path[N + 2][256];
@@ -180,12 +185,13 @@ static void test_tune_hand_edited(void) {
     FILE *f = fopen(path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "# by hand\r\n\ngpus %d\r\n   # the small ones\nallreduce\t4096   mpi\r\nallreduce any mpi\n"
-               "broadcast 18446744073709551614 mpi\n  end 3 \r\n# after the end\n\n", lsize);
+               "broadcast 18446744073709551614 mpi\nrmsnorm 65536 twoshot\n  end 4 \r\n# after the end\n\n", lsize);
     fclose(f);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   GC_TEST_OK(gc_tune_load(gc_test_comm, path));
   CU_ASSERT(table_has("18446744073709551614"));
+  CU_ASSERT(table_has("\nrmsnorm        this    65536        twoshot"));
   char *rows = strdup(gc_comm_algo_table(gc_test_comm));
   GC_TEST_OK(gc_tune_save(gc_test_comm, again));
   GC_TEST_OK(gc_tune_reset(gc_test_comm));

@@ -442,6 +442,13 @@ GC_API int gc_mixed_op_valid(gc_mixed_t mixed, gc_mixed_op_t op);
 GC_API gc_result_t gc_mixed_algos(gc_mixed_t mixed, gc_mixed_op_t op, gc_algo_t *algos, int capacity,
                                   int *count);
 
+/* Collective over the handle's communicator: gc_autotune (below) on this rank's TP group, then on
+ * its DP group, so that each part of the handle's operations dispatches by rows measured on the
+ * group it runs on, while all groups of an axis tune at once, as they run. A group that is the
+ * communicator itself (the other axis has one rank) gets the communicator's rows. The rows last
+ * as long as the handle (gc_tune_save saves a communicator's own). */
+GC_API gc_result_t gc_mixed_autotune(gc_mixed_t mixed, size_t max_bytes, gc_dtype_t dtype);
+
 GC_API gc_result_t gc_mixed_allreduce(const void *sendbuf, void *recvbuf, size_t count, gc_dtype_t dtype,
                                       gc_op_t op, gc_mixed_t mixed, void *stream, const gc_options_t *opts);
 GC_API gc_result_t gc_mixed_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gc_dtype_t dtype,
@@ -610,7 +617,10 @@ GC_API const char *gc_plan_path_name(gc_plan_path_t path);
  * Autotuning. gc_autotune times every algorithm this communicator can run, for each collective at
  * sizes 1 KB, 4 KB, ... up to max_bytes (dtype elements, graph replay on GPUs), and makes the
  * fastest at each size the communicator's choice for the sizes up to it (the last for everything
- * larger); the built-in table's choice stays unless another is more than 3% faster. Collective;
+ * larger); the built-in table's choice stays unless another is more than 3% faster. For a dtype
+ * gc_allreduce_rmsnorm_fp8 takes, on GPUs with peer access, it also times the fused RMSNorm's
+ * kernels (oneshot_ll, oneshot, twoshot) on rows of 4096 elements (one row below 4096), giving
+ * its 'rmsnorm' rows; the RMSNorm composed of an all-reduce follows the all-reduce rows. Collective;
  * rank 0's measurement (the maximum over ranks) decides and is broadcast, so every rank
  * dispatches alike. Explicit per-call algorithms and GC_ALGO still win over it.
  * gc_tune_save writes the tuned rows (rank 0 writes; collective) as text: a 'gpus N' line, one

@@ -388,6 +388,14 @@ def _world_fint():
     return fint
 
 
+def _tune_args(max_bytes, dtype):
+    """autotune's (max_bytes, dtype code), checked."""
+    code = _want_dtype(dtype, "autotune")
+    if code is None:
+        _fail(InvalidArgument, "autotune", "needs a dtype; gpucoll has %s" % ", ".join(_DTYPE_NAMES))
+    return _int(max_bytes, "max_bytes", "autotune", 1), code
+
+
 class Comm:
     """A gpucoll communicator over an MPI communicator (collective to create and to close).
 
@@ -506,10 +514,7 @@ class Comm:
     def autotune(self, max_bytes=64 << 20, dtype="float32"):
         """Times every algorithm per collective up to `max_bytes` and makes the fastest this
         communicator's choice (collective). Returns the new dispatch table."""
-        code = _want_dtype(dtype, "autotune")
-        if code is None:
-            _fail(InvalidArgument, "autotune", "needs a dtype; gpucoll has %s" % ", ".join(_DTYPE_NAMES))
-        _s.gc_autotune(self._handle("autotune"), _int(max_bytes, "max_bytes", "autotune", 1), code)
+        _s.gc_autotune(self._handle("autotune"), *_tune_args(max_bytes, dtype))
         return self.algo_table
 
     def tune_save(self, path):
@@ -993,6 +998,12 @@ class Mixed:
         """The operations of this layout, as FlashInfer's get_valid_op_list lists them."""
         h = self._handle("valid_ops")
         return [name for k, name in enumerate(_MIXED_OPS) if _s.gc_mixed_op_valid(h, k)]
+
+    def autotune(self, max_bytes=64 << 20, dtype="float32"):
+        """Tunes the layout's TP group, then its DP group, up to `max_bytes` (collective), so
+        that each part of the operations dispatches by rows measured where it runs. The rows
+        last as long as the layout."""
+        _s.gc_mixed_autotune(self._handle("autotune"), *_tune_args(max_bytes, dtype))
 
     def algos(self, op):
         """The algorithms algo= may name for operation `op` here ("auto" first); [] for an

@@ -188,6 +188,20 @@ def test_mixed_layouts(comm):
         comm.mixed(local_tp_size=bad)
 
 
+def test_mixed_autotune(comm):
+    """Mixed.autotune tunes the layout's groups; the operations stay right after it, and a bad
+    dtype or size is refused."""
+    with comm.mixed() as m:
+        m.autotune(16 * 1024, "float32")
+        if m.valid_ops == ["allreduce"]:  # one node: TP over all of it
+            got = m.allreduce(contribution(comm.rank, 7, np.int32))
+            np.testing.assert_array_equal(got, total(comm.size, 7, np.int32))
+        with pytest.raises(gpucoll.InvalidArgument, match="dtype"):
+            m.autotune(16 * 1024, "fp8_e4m3")
+        with pytest.raises(gpucoll.InvalidArgument, match="max_bytes"):
+            m.autotune(100)
+
+
 def check_layout(m, rank, L, ltp, itp, nodes, n):
     local, inter = rank % L, rank // L
     tp = local % ltp + (inter % itp) * ltp
