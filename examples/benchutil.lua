@@ -96,25 +96,35 @@ function M.all_gpu(comm)
 end
 
 -- nccl-tests' conventions: size is the bytes of the larger buffer, busbw scales algbw so that
--- it compares with the link bandwidth.
+-- it compares with the link bandwidth. The mixed operations on n ranks in nodes of L move
+-- (L-1)/L of the larger buffer inside the node and 2(N-1)/N of its 1/L share across the N nodes:
+-- the reduce-scatter's factor on one node, the all-reduce's with one rank a node.
+local function mixed_factor(n, L)
+  local nodes = n // L
+  return (L - 1) / L + 2 * (nodes - 1) / (nodes * L)
+end
 M.busbw_factor = {
   allreduce = function(n) return 2 * (n - 1) / n end,
   reducescatter = function(n) return (n - 1) / n end,
   allgather = function(n) return (n - 1) / n end,
   broadcast = function() return 1 end,
+  reducescatter_allreduce = mixed_factor,
+  allreduce_allgather = mixed_factor,
 }
 
---- Element counts for a collective of `bytes` on n ranks: send, recv, the C count argument,
---- and the bytes actually moved (bytes rounded down to whole elements per rank).
-function M.layout(coll, bytes, n, dtype)
+--- Element counts for a collective of `bytes` on n ranks (the mixed operations: in nodes of L):
+--- send, recv, the C count argument, and the bytes actually moved (bytes rounded down to whole
+--- elements per part).
+function M.layout(coll, bytes, n, dtype, L)
   local es = gpucoll.dtype_size(dtype)
+  if coll == "reducescatter_allreduce" or coll == "allreduce_allgather" then n = L end
   if coll == "allreduce" or coll == "broadcast" then
     local c = bytes // es
     return c, c, c, c * es
-  elseif coll == "reducescatter" then
+  elseif coll == "reducescatter" or coll == "reducescatter_allreduce" then
     local c = bytes // (es * n)
     return c * n, c, c, c * n * es
-  elseif coll == "allgather" then
+  elseif coll == "allgather" or coll == "allreduce_allgather" then
     local c = bytes // (es * n)
     return c, c * n, c, c * n * es
   end
@@ -145,6 +155,37 @@ function M.reference(comm, coll, dtype, nsend, seeds, root)
     ref = assert(comm:buffer(nsend, "float64", "host"))
     tmp:fill(seeds[root + 1])
     ref:copy_from(tmp, nsend)
+  else
+    ref = M.mixed_reference(comm, coll, tmp, nsend, seeds)
+  end
+  return ref
+end
+
+--- The mixed operations' reference, nodes in blocks of L ranks (rank = node x L + local rank):
+--- reduce-scatter + all-reduce gives this rank block local_rank of the sum over every rank;
+--- all-reduce + all-gather gives block l the sum over the nodes of local rank l's input.
+function M.mixed_reference(comm, coll, tmp, nsend, seeds)
+  local size, L, me = comm.size, comm.local_size, comm.local_rank
+  local ref
+  if coll == "reducescatter_allreduce" then
+    local rc = nsend // L
+    ref = assert(comm:buffer(rc, "float64", "host"))
+    for r = 0, size - 1 do
+      tmp:fill(seeds[r + 1])
+      if r == 0 then ref:copy_from(tmp:offset(me * rc)) else ref:accumulate(tmp:offset(me * rc)) end
+    end
+  elseif coll == "allreduce_allgather" then
+    ref = assert(comm:buffer(nsend * L, "float64", "host"))
+    for l = 0, L - 1 do
+      local block <close> = assert(comm:buffer(nsend, "float64", "host"))
+      for r = l, size - 1, L do
+        tmp:fill(seeds[r + 1])
+        if r == l then block:copy_from(tmp, nsend) else block:accumulate(tmp) end
+      end
+      ref:offset(l * nsend):copy_from(block, nsend)
+    end
+  else
+    error("unknown collective " .. tostring(coll))
   end
   return ref
 end

@@ -11,6 +11,9 @@ usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=val
           or a list 4K,1M,64M; default 1K:256M:4 on GPUs, 1K:4M:4 on host buffers
   OUTDIR  where sweep.csv, sweep.json and sweep.png go (default sweep-results)
   colls=allreduce,reducescatter,allgather,broadcast  algos=auto,oneshot,oneshot_ll,twoshot,writes,copyengine,mpi
+          (also reducescatter_allreduce, allreduce_allgather: the mixed operations over the
+          communicator's nodes, GC_LOCAL_SIZE simulating them; timed without graphs, since across
+          nodes they refuse capture, and without NCCL or MPI beside them, which have no such call)
   dtype=float32  iters=20  warmup=5  graph=1  check=1  host=0 (1: host buffers on GPUs too)
   nccl=auto (1: measure NCCL, also beside host buffers; 0: not)  plot=1 (0: CSV and JSON only)
   R=all   NCCL's buffer modes, as gpucoll-bench --vs nccl -R: 0 plain (cudaMalloc), 1 registered
@@ -77,7 +80,8 @@ for ci, coll in ipairs(colls) do
   for si, size in ipairs(sizes) do
     step = step + 1
     gpucoll.progress(step, steps, coll .. " " .. util.human(size))
-    local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype)
+    local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype, comm.local_size)
+    local mixed = coll == "reducescatter_allreduce" or coll == "allreduce_allgather"
     if count > 0 then
       local send <close> = assert(buffer(nsend))
       local recv <close> = assert(buffer(nrecv))
@@ -89,7 +93,7 @@ for ci, coll in ipairs(colls) do
       -- The series: NCCL's modes first (gpucoll's rows carry the speed-up against the fastest
       -- of them), then gpucoll's algorithms, then on host buffers MPI's own call.
       local series = {}
-      for _, m in ipairs(nccl_modes) do
+      for _, m in ipairs(mixed and {} or nccl_modes) do
         series[#series + 1] = { lib_name = "nccl", mode = m, name = "nccl_" .. m, lib = nccl, nccl_mode = m,
           version = nccl:version() }
       end
@@ -97,7 +101,7 @@ for ci, coll in ipairs(colls) do
         series[#series + 1] = { lib_name = "gpucoll", mode = a, name = a, lib = comm, algo = a,
           version = gpucoll.version }
       end
-      if where == "host" then
+      if where == "host" and util.mpi_names[coll] then
         series[#series + 1] = { lib_name = "mpi", mode = util.mpi_names[coll], name = util.mpi_names[coll],
           mpi = true, lib = util.mpi_lib(comm) }
       end
@@ -129,7 +133,7 @@ for ci, coll in ipairs(colls) do
             if ref then wrong = util.sum_all(comm, (rbuf:compare(ref))) end
             total_wrong = total_wrong + wrong
             -- MPI-path calls synchronize inside, which a graph capture forbids.
-            local use_graph = graph and s.algo ~= "mpi" and not s.mpi
+            local use_graph = graph and s.algo ~= "mpi" and not s.mpi and not mixed
             local us, terr = comm:time(function(stream)
               local o = { stream = stream }
               if s.algo then o.algo = s.algo end
@@ -145,12 +149,12 @@ for ci, coll in ipairs(colls) do
             end
             local row = {
               coll = coll, lib = s.lib_name, mode = s.mode, placement = "oop", bytes = bytes, count = count,
-              dtype = dtype, op = (coll == "allreduce" or coll == "reducescatter") and "sum" or "none",
+              dtype = dtype, op = (coll == "allgather" or coll == "broadcast") and "none" or "sum",
               root = coll == "broadcast" and 0 or -1, nranks = n, device = device_name,
               buffers = s.mpi and "host" or s.nccl_mode == "plain" and "cudaMalloc"
                 or s.nccl_mode and "ncclMemAlloc" or where == "device" and "gc_mem_alloc" or where,
               graph = use_graph and 1 or 0, iters = iters, warmup = warmup, time_us = us, algbw_GBps = algbw,
-              busbw_GBps = algbw and algbw * util.busbw_factor[coll](n) or nil,
+              busbw_GBps = algbw and algbw * util.busbw_factor[coll](n, comm.local_size) or nil,
               wrong = ref and wrong or nil,
               speedup = s.algo and us and best_nccl and best_nccl / us or nil,
               version = s.version or mpi_version,
