@@ -59,11 +59,15 @@ static const char *const nccl_mode_names[GCB_NCCL_NUM_MODES] = {"plain", "regist
 enum { AVG_RANK0, AVG_MEAN, AVG_MIN, AVG_MAX };
 static const char *const placement_names[NUM_PLACEMENTS] = {"out-of-place", "in-place"};
 /* The bench's collectives: the loader's four, which NCCL runs too, then the fused all-reduce +
- * RMSNorm + FP8 quantization, which NCCL has no counterpart of (--vs nccl times its all-reduce). */
-enum { COLL_RMSNORM = GCB_NUM_COLLS, NUM_COLLS };
-static const char *const coll_names[NUM_COLLS] = {"allreduce", "reducescatter", "allgather",
-                                                  "broadcast", "rmsnorm"};
-#define COLL_LIST "allreduce reducescatter allgather broadcast rmsnorm"
+ * RMSNorm + FP8 quantization, which NCCL has no counterpart of (--vs nccl times its all-reduce),
+ * then the two mixed TP x DP operations of a gc_mixed_t (--vs nccl: NCCL's two collectives on
+ * the same TP and DP groups). */
+enum { COLL_RMSNORM = GCB_NUM_COLLS, COLL_AR_AG, COLL_RS_AR, NUM_COLLS };
+static const char *const coll_names[NUM_COLLS] = {"allreduce", "reducescatter", "allgather", "broadcast",
+                                                  "rmsnorm", "allreduce_allgather", "reducescatter_allreduce"};
+#define COLL_LIST "allreduce reducescatter allgather broadcast rmsnorm allreduce_allgather reducescatter_allreduce"
+#define IS_MIXED(coll) ((coll) == COLL_AR_AG || (coll) == COLL_RS_AR)
+#define LAYOUT_FLAGS "--local-tp, --local-dp, --inter-tp and --inter-dp"
 
 static const int dtype_reducible[GC_NUM_DTYPES] = {
 #define BENCH_DTYPE_RED(name, str, size, reducible) reducible,
@@ -100,6 +104,8 @@ typedef struct options {
   int seed_set;
   gc_wire_t wire; /* --wire: the wire column's format (GC_WIRE_NATIVE: no such column) */
   int wire_group; /* --wire-group: fp8's group (0 = 32) */
+  gc_mixed_config_t layout; /* --local-tp ...: the mixed collectives' sizes (0: FlashInfer's defaults) */
+  int layout_set;           /* one of those flags was given */
 } options_t;
 
 typedef struct result {
@@ -147,6 +153,14 @@ typedef struct bench {
   uint64_t size_seed;
   rms_layout_t rms;
   double max_err, mean_err; /* the last check's errors (--wire) */
+  /* The mixed collectives (NULL mixed: another collective): the layout, this rank's place in it,
+   * tp_groups[d * tp_size + t] = the world rank of dp_rank d and tp_rank t, and the TP and DP
+   * groups as MPI communicators (the MPI column) and NCCL's (--vs nccl). */
+  gc_mixed_t mixed;
+  gc_mixed_layout_t at;
+  int *tp_groups;
+  MPI_Comm tp_mpi, dp_mpi;
+  gcb_nccl_t *nccl_tp, *nccl_dp;
 } bench_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -187,11 +201,16 @@ static const char *failure(gc_comm_t comm, gc_result_t r) {
     if (mpi_e_ != MPI_SUCCESS) die("%s failed (MPI error %d)", #call, mpi_e_);                  \
   } while (0)
 
+/* -h's second half: gpucoll's own flags, rmsnorm's and the mixed collectives'. */
+static void usage_own(FILE *f);
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpucoll-bench [COLL] [options]   (run under mpirun, one rank per GPU)\n"
-          "  COLL, --coll C         allreduce | reducescatter | allgather | broadcast | rmsnorm\n"
-          "                         (allreduce; rmsnorm: all-reduce + RMSNorm + FP8, see below)\n"
+          "  COLL, --coll C         allreduce | reducescatter | allgather | broadcast | rmsnorm |\n"
+          "                         allreduce_allgather | reducescatter_allreduce (allreduce;\n"
+          "                         rmsnorm: all-reduce + RMSNorm + FP8; the last two: the mixed\n"
+          "                         TP x DP operations of a gc_mixed_t; see below)\n"
           "nccl-tests' flags, with nccl-tests' meanings:\n"
           "  -b, --minbytes N       smallest size, K/M/G suffixes (32M)\n"
           "  -e, --maxbytes N       largest size (32M)\n"
@@ -222,7 +241,12 @@ static void usage(FILE *f) {
           "                         and placement (check, warm-up, timed calls) takes more than\n"
           "                         S seconds (0 = no bound, the default; gpucoll's own waits\n"
           "                         are bounded anyway by GC_TIMEOUT_MS). With --vs nccl the\n"
-          "                         run also ends at NCCL's first asynchronous error\n"
+          "                         run also ends at NCCL's first asynchronous error\n");
+  usage_own(f);
+}
+
+static void usage_own(FILE *f) {
+  fprintf(f,
           "gpucoll's own:\n"
           "  --algo A               auto oneshot twoshot ... (gc_algo_name's list; auto) (rmsnorm:\n"
           "                         oneshot_ll, oneshot, twoshot = the fused kernels, any other =\n"
@@ -257,6 +281,16 @@ static void usage(FILE *f) {
           "                         allreduce (NCCL's all-reduce alone)\n"
           "  --numerics N           max (the float32 sum normalized, as Modular MAX; the default) or\n"
           "                         rounded (the sum rounded to the input dtype first; gpucoll.h)\n"
+          "allreduce_allgather, reducescatter_allreduce (gc_mixed_allreduce_allgather: the input\n"
+          "all-reduced over the TP group, then gathered over the DP group; gc_mixed_reducescatter_\n"
+          "allreduce: reduce-scatter over the DP group, then all-reduce over the TP group; a size is\n"
+          "the larger buffer, dp_size x count; the MPI column and --vs nccl run the same two steps\n"
+          "on the same groups, NCCL with -R 0 only; TP and DP must both be above 1):\n"
+          "  --local-tp N           TP ranks of one node (0 = FlashInfer's default, as all four)\n"
+          "  --local-dp N           DP ranks of one node\n"
+          "  --inter-tp N           nodes one TP group spans (nodes: hosts, or GC_LOCAL_SIZE ranks)\n"
+          "  --inter-dp N           nodes one DP group spans; both of a pair 0: TP takes the level,\n"
+          "                         one 0: the other divides it (gpucoll.h, docs/mixed.md)\n"
           "Exit status: 0 all correct, 1 usage error or wrong results, 124 -T ran out.\n");
 }
 
@@ -331,7 +365,13 @@ static int parse_modes(const char *s, int *mask) {
 }
 
 static int is_reduction(int coll) {
-  return coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER || coll == COLL_RMSNORM;
+  return coll == GCB_ALLREDUCE || coll == GCB_REDUCESCATTER || coll == COLL_RMSNORM || IS_MIXED(coll);
+}
+
+/* reducescatter_allreduce's GC_AVG of these sums in two steps, whose partial sums would wrap:
+ * the library refuses it (gpucoll.h). */
+static int avg_wraps(int coll, gc_dtype_t dt, gc_op_t op) {
+  return coll == COLL_RS_AR && op == GC_AVG && (dt == GC_INT32 || dt == GC_UINT8);
 }
 
 /* -d all and -o all, once the collective is known: the types and ops it takes. */
@@ -370,14 +410,32 @@ static const char *check_wire_args(const options_t *o, const char **arg) {
   return NULL;
 }
 
+/* The mixed collectives: the layout's flags for them only; NCCL's plain buffers (-R 1 and 2
+ * register a buffer with one NCCL communicator, and their baseline runs on two); no dispatch rows
+ * of the communicator (the TP and DP groups dispatch by their own); no average that wraps. */
+static const char *check_mixed_args(const options_t *o, const char **arg) {
+  if (!IS_MIXED(o->coll))
+    return o->layout_set ? LAYOUT_FLAGS " apply to allreduce_allgather and reducescatter_allreduce only" : NULL;
+  if (o->nccl_modes != 1 << GCB_NCCL_PLAIN)
+    return "-R 1 and 2 register buffers with one NCCL communicator; the mixed collectives' NCCL "
+           "columns run on two (TP and DP): -R 0 only";
+  if (o->tune_file || o->autotune_file)
+    return "--tuned and --autotune set the communicator's dispatch rows, which the TP and DP groups "
+           "of the mixed collectives do not use";
+  if (!o->all_dtypes && !o->all_ops && avg_wraps(o->coll, o->dtypes[0], o->ops[0])) {
+    *arg = gc_dtype_name(o->dtypes[0]);
+    return "reducescatter_allreduce -o avg would wrap this type's partial sums (use int64, or -o sum)";
+  }
+  return NULL;
+}
+
 static const char *check_args(const options_t *o, int cols_set, int baseline_set, int modes_set,
                               const char **arg) {
   *arg = NULL;
   if (o->min_bytes > o->max_bytes) return "-b is larger than -e";
   if (o->min_bytes == 0) return "-b must be at least one element";
   if (modes_set && !o->vs_nccl) return "-R picks NCCL's buffers: add --vs nccl";
-  if (!o->all_dtypes && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER) &&
-      !dtype_reducible[o->dtypes[0]]) {
+  if (!o->all_dtypes && is_reduction(o->coll) && o->coll != COLL_RMSNORM && !dtype_reducible[o->dtypes[0]]) {
     *arg = gc_dtype_name(o->dtypes[0]);
     return "this datatype cannot be reduced (fp8 works with allgather and broadcast)";
   }
@@ -396,11 +454,13 @@ static const char *check_args(const options_t *o, int cols_set, int baseline_set
   if (o->autotune_file && (o->all_dtypes || !dtype_reducible[o->dtypes[0]]))
     return "--autotune times reductions too: -d must be one reducible type";
   if (o->graph && o->blocking) return "-z 1 synchronizes inside the loop, which -G cannot capture";
-  return check_wire_args(o, arg);
+  const char *why = check_mixed_args(o, arg);
+  return why ? why : check_wire_args(o, arg);
 }
 
 enum { OPT_COLL = 256, OPT_VS, OPT_CSV, OPT_HOST, OPT_EAGER, OPT_SEED, OPT_COLS, OPT_RESIDUAL,
-      OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS, OPT_WIRE, OPT_WIRE_GROUP, OPT_NUMERICS };
+      OPT_BASELINE, OPT_TUNE, OPT_AUTOTUNE, OPT_ALGO, OPT_MAX_BLOCKS, OPT_WIRE, OPT_WIRE_GROUP, OPT_NUMERICS,
+      OPT_LOCAL_TP, OPT_LOCAL_DP, OPT_INTER_TP, OPT_INTER_DP };
 
 static const struct option longopts[] = {
     {"minbytes", required_argument, 0, 'b'},     {"maxbytes", required_argument, 0, 'e'},
@@ -421,8 +481,21 @@ static const struct option longopts[] = {
     {"residual", no_argument, 0, OPT_RESIDUAL},  {"nccl-baseline", required_argument, 0, OPT_BASELINE},
     {"tuned", required_argument, 0, OPT_TUNE},   {"autotune", required_argument, 0, OPT_AUTOTUNE},
     {"wire", required_argument, 0, OPT_WIRE},    {"wire-group", required_argument, 0, OPT_WIRE_GROUP},
-    {"numerics", required_argument, 0, OPT_NUMERICS},
+    {"numerics", required_argument, 0, OPT_NUMERICS}, {"local-tp", required_argument, 0, OPT_LOCAL_TP},
+    {"local-dp", required_argument, 0, OPT_LOCAL_DP}, {"inter-tp", required_argument, 0, OPT_INTER_TP},
+    {"inter-dp", required_argument, 0, OPT_INTER_DP},
     {0, 0, 0, 0}};
+
+/* --local-tp, --local-dp, --inter-tp, --inter-dp: one size of the mixed layout. */
+static const char *parse_layout(int c, const char *v, options_t *o) {
+  gc_mixed_config_t *l = &o->layout;
+  int *size = c == OPT_LOCAL_TP ? &l->local_tp_size
+              : c == OPT_LOCAL_DP ? &l->local_dp_size
+              : c == OPT_INTER_TP ? &l->inter_tp_size
+                                  : &l->inter_dp_size;
+  o->layout_set = 1;
+  return parse_int(v, 0, size) ? LAYOUT_FLAGS " want a size >= 0 (0: FlashInfer's default)" : NULL;
+}
 
 /* One flag and its value; returns the reason when the value is bad, else NULL. */
 static const char *parse_flag(int c, const char *v, options_t *o, int *cols_set, int *baseline_set,
@@ -464,6 +537,7 @@ static const char *parse_flag(int c, const char *v, options_t *o, int *cols_set,
       return parse_int(v, 1, &o->wire_group) || (o->wire_group != 32 && o->wire_group != 64 && o->wire_group != 128)
                  ? "--wire-group is 32, 64 or 128"
                  : NULL;
+    case OPT_LOCAL_TP: case OPT_LOCAL_DP: case OPT_INTER_TP: case OPT_INTER_DP: return parse_layout(c, v, o);
     case OPT_HOST: o->host = 1; return NULL;
     case OPT_EAGER: o->eager = 1; return NULL;
     case OPT_RESIDUAL: o->residual = 1; return NULL;
@@ -490,7 +564,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
                    .step_factor = 2.0, .iters = 20, .warmup = 5, .check = 1, .agg = 1,
                    .average = AVG_MEAN, .cycles = 1, .nccl_modes = 1 << GCB_NCCL_PLAIN,
                    .dtypes = {GC_FLOAT32}, .ndtypes = 1, .ops = {GC_SUM}, .nops = 1,
-                   .algo = GC_ALGO_AUTO, .coll = GCB_ALLREDUCE, .cols = 8192};
+                   .algo = GC_ALGO_AUTO, .coll = GCB_ALLREDUCE, .cols = 8192,
+                   .layout = GC_MIXED_CONFIG_INIT};
   int cols_set = 0, baseline_set = 0, modes_set = 0, c;
   const char *why = NULL, *arg = NULL;
   opterr = 0;
@@ -559,34 +634,30 @@ static uint64_t residual_seed(const bench_t *b) {
 }
 
 typedef struct check_ctx {
-  gcb_coll_t coll;
+  int coll; /* a gcb_coll_t, or one of the mixed collectives */
   gc_dtype_t dt;
   gc_op_t op;
   int rank, nranks, root;
   size_t param;
   uint64_t seeds[64]; /* enough for one node; larger jobs derive seeds on the fly */
   const bench_t *b;
+  /* The mixed collectives: this rank's dp_rank and the TP groups (bench_t.tp_groups). */
+  int dp_rank, tp_size;
+  const int *tp_groups;
 } check_ctx_t;
 
 static inline uint64_t ctx_seed(const check_ctx_t *c, int r) {
   return r < 64 ? c->seeds[r] : rank_seed(c->b, r);
 }
 
-/* Expected element i of this rank's output; *tol receives the allowed absolute error. */
-static inline double reference(const check_ctx_t *c, size_t i, double *tol) {
-  const int dt = (int)c->dt, n = c->nranks;
-  *tol = 0.0;
-  if (c->coll == GCB_ALLGATHER) {
-    int r = (int)(i / c->param);
-    return gc__random_value(ctx_seed(c, r), i % c->param, dt);
-  }
-  if (c->coll == GCB_BROADCAST) return gc__random_value(ctx_seed(c, c->root), i, dt);
-  size_t idx = c->coll == GCB_REDUCESCATTER ? (size_t)c->rank * c->param + i : i;
+/* Element idx of the n ranks' inputs (ranks[0..n), or NULL: ranks 0..n-1) reduced with the op. */
+static inline double reduce_ranks(const check_ctx_t *c, const int *ranks, int n, size_t idx, double *tol) {
+  const int dt = (int)c->dt;
   const int is_int = c->dt == GC_INT32 || c->dt == GC_INT64 || c->dt == GC_UINT8;
-  double acc = gc__random_value(ctx_seed(c, 0), idx, dt);
+  double acc = gc__random_value(ctx_seed(c, ranks ? ranks[0] : 0), idx, dt);
   int64_t iacc = (int64_t)acc;
-  for (int r = 1; r < n; r++) {
-    double v = gc__random_value(ctx_seed(c, r), idx, dt);
+  for (int k = 1; k < n; k++) {
+    double v = gc__random_value(ctx_seed(c, ranks ? ranks[k] : k), idx, dt);
     switch (c->op) {
       case GC_SUM: case GC_AVG: acc += v; iacc += (int64_t)v; break;
       case GC_PROD: acc *= v; iacc = (int64_t)((uint64_t)iacc * (uint64_t)(int64_t)v); break;
@@ -618,6 +689,22 @@ static inline double reference(const check_ctx_t *c, size_t i, double *tol) {
     case GC_PROD: *tol = eps * n * fabs(acc) + n * dtype_tiny(c->dt); return acc;
     default: return acc;
   }
+}
+
+/* Expected element i of this rank's output; *tol receives the allowed absolute error. Block d of
+ * an allreduce_allgather is the reduction over dp_rank d's TP group; a reducescatter_allreduce
+ * gives block dp_rank reduced over every rank. */
+static inline double reference(const check_ctx_t *c, size_t i, double *tol) {
+  *tol = 0.0;
+  if (c->coll == GCB_ALLGATHER) {
+    int r = (int)(i / c->param);
+    return gc__random_value(ctx_seed(c, r), i % c->param, (int)c->dt);
+  }
+  if (c->coll == GCB_BROADCAST) return gc__random_value(ctx_seed(c, c->root), i, (int)c->dt);
+  if (c->coll == COLL_AR_AG)
+    return reduce_ranks(c, c->tp_groups + i / c->param * c->tp_size, c->tp_size, i % c->param, tol);
+  const size_t block = c->coll == GCB_REDUCESCATTER ? (size_t)c->rank : c->coll == COLL_RS_AR ? (size_t)c->dp_rank : 0;
+  return reduce_ranks(c, NULL, c->nranks, block * c->param + i, tol);
 }
 
 /* Counts the wrong elements of out[0..n) (host copy); prints the first few. */
@@ -876,15 +963,16 @@ static rms_layout_t rms_layout(const options_t *o, size_t bytes, size_t elt) {
   return l;
 }
 
-/* Element counts of one call at `bytes` (nccl-tests' meaning of -b/-e: the larger buffer); for
- * rmsnorm the count of the input, and its regions in elements of the input dtype. */
+/* Element counts of one call at `bytes` (nccl-tests' meaning of -b/-e: the larger buffer, of n
+ * blocks for the reduce-scatters and all-gathers); for rmsnorm the count of the input, and its
+ * regions in elements of the input dtype. */
 static void size_counts(const options_t *o, size_t bytes, size_t elt, int n, size_t *param,
                         size_t *send, size_t *recv) {
   size_t count = bytes / elt;
   switch (o->coll) {
     case GCB_ALLREDUCE: case GCB_BROADCAST: *param = *send = *recv = count; break;
-    case GCB_REDUCESCATTER: *param = *recv = count / n; *send = *param * n; break;
-    case GCB_ALLGATHER: *param = *send = count / n; *recv = *param * n; break;
+    case GCB_REDUCESCATTER: case COLL_RS_AR: *param = *recv = count / n; *send = *param * n; break;
+    case GCB_ALLGATHER: case COLL_AR_AG: *param = *send = count / n; *recv = *param * n; break;
     case COLL_RMSNORM: {
       rms_layout_t l = rms_layout(o, bytes, elt);
       *param = l.count;
@@ -895,6 +983,12 @@ static void size_counts(const options_t *o, size_t bytes, size_t elt, int n, siz
     default: *param = *send = *recv = 0;
   }
 }
+
+/* The blocks of a call's larger buffer: one per rank, for the mixed collectives one per DP rank. */
+static int parts(const bench_t *b) { return IS_MIXED(b->o.coll) ? b->at.dp_size : b->nranks; }
+
+/* This rank's block in it. */
+static int block_index(const bench_t *b) { return IS_MIXED(b->o.coll) ? b->at.dp_rank : b->rank; }
 
 /* Sets for one size: enough that a call comes back to a set only after the calls between have
  * touched ROTATE_BYTES. In place a call touches only the larger of its buffers (input and output
@@ -957,7 +1051,7 @@ static void setup_buffers(bench_t *b) {
   size_t send_max = SET_ALIGN, recv_max = SET_ALIGN, out_max = 0;
   for (size_t s = b->o.min_bytes; s <= b->o.max_bytes; s = next_size(&b->o, s)) {
     size_t param, se, re;
-    size_counts(&b->o, s, b->elt, b->nranks, &param, &se, &re);
+    size_counts(&b->o, s, b->elt, parts(b), &param, &se, &re);
     if (param == 0) continue;
     int sets = sets_for(b, se * b->elt, re * b->elt);
     size_t sp = sets * round_up(se * b->elt, SET_ALIGN), rp = sets * round_up(re * b->elt, SET_ALIGN);
@@ -1021,13 +1115,14 @@ static void set_ptrs(const bench_t *b, int lib, int k, int placement, const void
     *recv = r;
     return;
   }
+  const size_t at = (size_t)block_index(b) * b->param_count * b->elt;
   switch (b->o.coll) {
-    case GCB_REDUCESCATTER: /* recv is this rank's slice of send */
+    case GCB_REDUCESCATTER: case COLL_RS_AR: /* recv is this rank's slice of send */
       *send = s;
-      *recv = s + (size_t)b->rank * b->param_count * b->elt;
+      *recv = s + at;
       break;
-    case GCB_ALLGATHER: /* send is this rank's slice of recv */
-      *send = r + (size_t)b->rank * b->param_count * b->elt;
+    case GCB_ALLGATHER: case COLL_AR_AG: /* send is this rank's slice of recv */
+      *send = r + at;
       *recv = r;
       break;
     default:
@@ -1056,8 +1151,10 @@ static gc_rmsnorm_fp8_t rms_norm(const bench_t *b, const void *residual, void *r
 /* ---------------------------------------------------------------------------------------------
  * The MPI library's own collective, beside gpucoll on host buffers: what the MPI path costs.
  * ------------------------------------------------------------------------------------------- */
-static const char *const mpi_names[GCB_NUM_COLLS] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
-                                                     "MPI_Allgather", "MPI_Bcast"};
+/* Indexed by collective; rmsnorm has no MPI column. */
+static const char *const mpi_names[NUM_COLLS] = {"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
+                                                 "MPI_Bcast", NULL, "MPI_Allreduce(TP)+MPI_Allgather(DP)",
+                                                 "MPI_Reduce_scatter_block(DP)+MPI_Allreduce(TP)"};
 
 /* MPI's type and op for the combination in progress, or a reason there is none. */
 static const char *mpi_types(const options_t *o, MPI_Datatype *dt, MPI_Op *op) {
@@ -1076,15 +1173,43 @@ static const char *mpi_types(const options_t *o, MPI_Datatype *dt, MPI_Op *op) {
     case GC_MAX: *op = MPI_MAX; break;
     default: *op = MPI_OP_NULL; break;
   }
-  if (*op == MPI_OP_NULL && (o->coll == GCB_ALLREDUCE || o->coll == GCB_REDUCESCATTER))
-    return "MPI has no such op";
+  if (*op == MPI_OP_NULL && is_reduction(o->coll)) return "MPI has no such op";
   return NULL;
 }
 
 /* False where the MPI column has no form of the placement: MPI's in-place reduce-scatter leaves
  * the result at the start of the buffer, not at this rank's slice. */
 static int mpi_has(const options_t *o, int placement) {
-  return !(placement == INPLACE && o->coll == GCB_REDUCESCATTER);
+  return !(placement == INPLACE && (o->coll == GCB_REDUCESCATTER || o->coll == COLL_RS_AR));
+}
+
+/* The mixed collectives on MPI over the same TP and DP groups: MPI_Allreduce over TP into this
+ * rank's block of recv, then MPI_Allgather over DP in place; or MPI_Reduce_scatter_block over DP
+ * into recv, then MPI_Allreduce over TP in place. */
+static gc_result_t run_mpi_mixed(bench_t *b, const void *send, void *recv, MPI_Datatype dt, MPI_Op op,
+                                 char *err, size_t errlen) {
+  const int n = (int)b->param_count; /* sizes below 2^31 elements: checked when the column opens */
+  const char *what;
+  int e;
+  if (b->o.coll == COLL_AR_AG) {
+    char *mine = (char *)recv + (size_t)b->at.dp_rank * b->param_count * b->elt;
+    what = "MPI_Allreduce over the TP group";
+    e = MPI_Allreduce(send == mine ? MPI_IN_PLACE : send, mine, n, dt, op, b->tp_mpi);
+    if (e == MPI_SUCCESS) {
+      what = "MPI_Allgather over the DP group";
+      e = MPI_Allgather(MPI_IN_PLACE, 0, dt, recv, n, dt, b->dp_mpi);
+    }
+  } else {
+    what = "MPI_Reduce_scatter_block over the DP group";
+    e = MPI_Reduce_scatter_block(send, recv, n, dt, op, b->dp_mpi);
+    if (e == MPI_SUCCESS) {
+      what = "MPI_Allreduce over the TP group";
+      e = MPI_Allreduce(MPI_IN_PLACE, recv, n, dt, op, b->tp_mpi);
+    }
+  }
+  if (e == MPI_SUCCESS) return GC_SUCCESS;
+  snprintf(err, errlen, "%s failed (MPI error %d)", what, e);
+  return GC_ERR_MPI;
 }
 
 static gc_result_t run_mpi(bench_t *b, const void *send, void *recv, char *err, size_t errlen) {
@@ -1092,6 +1217,7 @@ static gc_result_t run_mpi(bench_t *b, const void *send, void *recv, char *err, 
   MPI_Datatype dt;
   MPI_Op op;
   if (mpi_types(o, &dt, &op)) return GC_ERR_UNSUPPORTED;
+  if (IS_MIXED(o->coll)) return run_mpi_mixed(b, send, recv, dt, op, err, errlen);
   const int n = (int)b->param_count; /* sizes below 2^31 elements: checked when the column opens */
   const void *in = send == recv ? MPI_IN_PLACE : send;
   int e;
@@ -1122,9 +1248,29 @@ typedef struct call {
   char err[512];
 } call_t;
 
+/* The mixed collectives' unfused baseline on NCCL, over the same TP and DP groups: ncclAllReduce
+ * over TP into this rank's block of recv, then ncclAllGather over DP in place; or
+ * ncclReduceScatter over DP into recv, then ncclAllReduce over TP in place. */
+static gc_result_t run_nccl_mixed(bench_t *b, const void *send, void *recv, void *stream, char *err,
+                                  size_t errlen) {
+  const options_t *o = &b->o;
+  const size_t n = b->param_count;
+  int bad;
+  if (o->coll == COLL_AR_AG) {
+    char *mine = (char *)recv + (size_t)b->at.dp_rank * n * b->elt;
+    bad = gcb_nccl_run(b->nccl_tp, GCB_ALLREDUCE, send, mine, n, o->dtype, o->op, 0, stream, err, errlen) ||
+          gcb_nccl_run(b->nccl_dp, GCB_ALLGATHER, mine, recv, n, o->dtype, o->op, 0, stream, err, errlen);
+  } else {
+    bad = gcb_nccl_run(b->nccl_dp, GCB_REDUCESCATTER, send, recv, n, o->dtype, o->op, 0, stream, err, errlen) ||
+          gcb_nccl_run(b->nccl_tp, GCB_ALLREDUCE, recv, recv, n, o->dtype, o->op, 0, stream, err, errlen);
+  }
+  return bad ? GC_ERR_REMOTE : GC_SUCCESS; /* NCCL's own error; the message is in err */
+}
+
 static gc_result_t run_nccl(bench_t *b, const void *send, void *recv, void *stream, char *err,
                             size_t errlen) {
   const options_t *o = &b->o;
+  if (IS_MIXED(o->coll)) return run_nccl_mixed(b, send, recv, stream, err, errlen);
   if (o->coll != COLL_RMSNORM) {
     if (gcb_nccl_run(b->nccl, (gcb_coll_t)o->coll, send, recv, b->param_count, o->dtype, o->op,
                      o->root, stream, err, errlen))
@@ -1168,6 +1314,12 @@ static gc_result_t run_gpucoll(bench_t *b, int wire, const void *send, void *rec
     case GCB_ALLREDUCE:
       r = gc_allreduce_ex(send, recv, b->param_count, o->dtype, o->op, b->comm, stream, &opts);
       break;
+    case COLL_AR_AG:
+      r = gc_mixed_allreduce_allgather(send, recv, b->param_count, o->dtype, o->op, b->mixed, stream, &opts);
+      break;
+    case COLL_RS_AR:
+      r = gc_mixed_reducescatter_allreduce(send, recv, b->param_count, o->dtype, o->op, b->mixed, stream, &opts);
+      break;
     case GCB_REDUCESCATTER:
       r = gc_reducescatter_ex(send, recv, b->param_count, o->dtype, o->op, b->comm, stream, &opts);
       break;
@@ -1194,11 +1346,12 @@ static gc_result_t run_one(bench_t *b, int lib, int placement, int set, void *st
 }
 
 /* nccl-tests' iteration: -m calls (NCCL's in one group, but not rmsnorm's baseline, whose own
- * kernels must follow NCCL's all-reduce), then with -z a wait for them. */
+ * kernels must follow NCCL's all-reduce, nor the mixed collectives', whose second collective,
+ * on another NCCL communicator, must follow the first), then with -z a wait for them. */
 static gc_result_t timed_iter(void *arg, void *stream) {
   call_t *c = arg;
   bench_t *b = c->b;
-  const int group = IS_NCCL(c->lib) && b->o.agg > 1 && b->o.coll != COLL_RMSNORM;
+  const int group = IS_NCCL(c->lib) && b->o.agg > 1 && b->o.coll != COLL_RMSNORM && !IS_MIXED(b->o.coll);
   if (group && gcb_nccl_group_start(b->nccl, c->err, sizeof c->err)) return GC_ERR_REMOTE;
   gc_result_t r = GC_SUCCESS;
   for (int a = 0; a < b->o.agg && r == GC_SUCCESS; a++) {
@@ -1218,18 +1371,12 @@ static gc_result_t timed_iter(void *arg, void *stream) {
 /* ---------------------------------------------------------------------------------------------
  * Check and time one (column, placement) at the current size.
  * ------------------------------------------------------------------------------------------- */
-static long long check_one(bench_t *b, int lib, int placement) {
-  b->max_err = b->mean_err = -1;
+/* Fresh input and poisoned output in set 0 of the column's pools, for a checked call. */
+static void prepare_check(bench_t *b, int lib, int placement, const void *send) {
   const options_t *o = &b->o;
   const size_t elt = b->elt;
   const uint64_t mine = rank_seed(b, b->rank);
   char *s0 = b->send_pools[pool_of(lib)], *r0 = b->recv_pools[pool_of(lib)];
-  const void *send;
-  void *recv;
-  set_ptrs(b, lib, 0, placement, &send, &recv);
-  size_t out_elems = b->recv_elems;
-
-  /* Fresh input, poisoned output. */
   if (o->coll == COLL_RMSNORM) { /* out of place only; gamma is fresh for every size already */
     GC_OK(b, gc_fill_random(b->comm, s0, b->param_count, o->dtype, mine));
     if (o->residual)
@@ -1242,10 +1389,10 @@ static long long check_one(bench_t *b, int lib, int placement) {
   } else {
     switch (o->coll) {
       case GCB_ALLREDUCE: GC_OK(b, gc_fill_random(b->comm, r0, b->recv_elems, o->dtype, mine)); break;
-      case GCB_REDUCESCATTER:
+      case GCB_REDUCESCATTER: case COLL_RS_AR: /* the output is a slice of the input */
         GC_OK(b, gc_fill_random(b->comm, s0, b->send_elems, o->dtype, mine));
         break;
-      case GCB_ALLGATHER:
+      case GCB_ALLGATHER: case COLL_AR_AG: /* the input is a slice of the output */
         poison(b, r0, b->recv_elems * elt);
         GC_OK(b, gc_fill_random(b->comm, (void *)send, b->send_elems, o->dtype, mine));
         break;
@@ -1255,6 +1402,37 @@ static long long check_one(bench_t *b, int lib, int placement) {
         break;
     }
   }
+}
+
+/* rmsnorm's wrong values on this rank (host copy in b->host): its NCCL column's all-reduce is
+ * checked as one, then the fused op's or the unfused kernels' output. */
+static long long check_rmsnorm(bench_t *b, int lib, const check_ctx_t *c, const char *what) {
+  const options_t *o = &b->o;
+  long long wrong = 0;
+  const unsigned char *nccl_sum = IS_NCCL(lib) ? b->host + b->rms.sum_at : NULL;
+  if (nccl_sum) wrong += compare(c, nccl_sum, b->param_count, what);
+  if (lib != LIB_GC && o->nccl_alone) return wrong;
+  gc_rmsnorm_fp8_t norm = rms_norm(b, NULL, NULL);
+  rms_check_t rc = {.norm = norm, .dt = o->dtype, .cols = o->cols, .rank = b->rank,
+                    .nranks = b->nranks, .residual = o->residual, .gamma_seed = gamma_seed(b),
+                    .residual_seed = residual_seed(b), .out = b->host,
+                    .scales = (const float *)(b->host + b->rms.scales_at), .ranks = *c,
+                    .sum = nccl_sum, .y_round = nccl_sum ? dtype_eps(o->dtype) / 2.0 : 0.0,
+                    .float_sum = !nccl_sum && norm.numerics == GC_NORM_MAX,
+                    .scale_floor = !nccl_sum && norm.numerics == GC_NORM_ROUNDED};
+  fp8_limits(norm.out_dtype, &rc.fp8_max, &rc.fp8_rel, &rc.fp8_tiny);
+  if (o->residual) rc.residual_out = b->host + b->rms.residual_out_at;
+  return wrong + compare_rmsnorm(&rc, b->rms.rows, what);
+}
+
+static long long check_one(bench_t *b, int lib, int placement) {
+  b->max_err = b->mean_err = -1;
+  const options_t *o = &b->o;
+  const void *send;
+  void *recv;
+  set_ptrs(b, lib, 0, placement, &send, &recv);
+  const size_t out_elems = b->recv_elems;
+  prepare_check(b, lib, placement, send);
   char err[512] = "";
   gc_result_t r = run_one(b, lib, placement, 0, b->stream, err, sizeof err);
   if (r == GC_SUCCESS) {
@@ -1264,35 +1442,23 @@ static long long check_one(bench_t *b, int lib, int placement) {
   }
   if (r != GC_SUCCESS)
     die("%s %s %zu bytes: %s", lib_titles[lib], placement_names[placement], b->bytes, err);
-  GC_OK(b, gc_memcpy(b->comm, b->host, recv, out_elems * elt));
+  GC_OK(b, gc_memcpy(b->comm, b->host, recv, out_elems * b->elt));
 
-  /* rmsnorm's NCCL column: its all-reduce is checked as one, then the unfused kernels' output. */
   const int rms = o->coll == COLL_RMSNORM;
-  check_ctx_t c = {.coll = rms ? GCB_ALLREDUCE : (gcb_coll_t)o->coll, .dt = o->dtype, .op = o->op,
+  check_ctx_t c = {.coll = rms ? GCB_ALLREDUCE : o->coll, .dt = o->dtype, .op = o->op,
                    .rank = b->rank, .nranks = b->nranks, .root = o->root,
-                   .param = b->param_count, .b = b};
+                   .param = b->param_count, .b = b, .dp_rank = b->at.dp_rank,
+                   .tp_size = b->at.tp_size, .tp_groups = b->tp_groups};
   for (int i = 0; i < b->nranks && i < 64; i++) c.seeds[i] = rank_seed(b, i);
   char what[128];
   snprintf(what, sizeof what, "%s %s %s %zu bytes", lib_titles[lib], coll_names[o->coll],
            placement_names[placement], b->bytes);
   long long wrong = 0, total = 0;
-  const unsigned char *nccl_sum = rms && IS_NCCL(lib) ? b->host + b->rms.sum_at : NULL;
-  if (nccl_sum) wrong += compare(&c, nccl_sum, b->param_count, what);
-  if (rms && (lib == LIB_GC || !o->nccl_alone)) {
-    gc_rmsnorm_fp8_t norm = rms_norm(b, NULL, NULL);
-    rms_check_t rc = {.norm = norm, .dt = o->dtype, .cols = o->cols, .rank = b->rank,
-                      .nranks = b->nranks, .residual = o->residual, .gamma_seed = gamma_seed(b),
-                      .residual_seed = residual_seed(b), .out = b->host,
-                      .scales = (const float *)(b->host + b->rms.scales_at), .ranks = c,
-                      .sum = nccl_sum, .y_round = nccl_sum ? dtype_eps(o->dtype) / 2.0 : 0.0,
-                      .float_sum = !nccl_sum && norm.numerics == GC_NORM_MAX,
-                      .scale_floor = !nccl_sum && norm.numerics == GC_NORM_ROUNDED};
-    fp8_limits(norm.out_dtype, &rc.fp8_max, &rc.fp8_rel, &rc.fp8_tiny);
-    if (o->residual) rc.residual_out = b->host + b->rms.residual_out_at;
-    wrong += compare_rmsnorm(&rc, b->rms.rows, what);
+  if (rms) {
+    wrong = check_rmsnorm(b, lib, &c, what);
   } else if (lib == LIB_WIRE) {
     wrong = wire_check(b, &c, b->host, out_elems);
-  } else if (!rms) {
+  } else {
     wrong = compare(&c, b->host, out_elems, what);
     if (lib == LIB_GC && o->wire != GC_WIRE_NATIVE) native_errors(b, &c, b->host, out_elems);
   }
@@ -1301,10 +1467,15 @@ static long long check_one(bench_t *b, int lib, int placement) {
 }
 
 
-static double bus_factor(int coll, int n) {
-  switch (coll) {
+/* busbw / algbw: nccl-tests' factors; for the mixed collectives the sum of their two parts'
+ * nccl-tests bus bytes over the size S (the dp_size x count buffer): the TP all-reduce of S / d
+ * (x 2(t-1)/t) and the DP gather or scatter of S (x (d-1)/d), so 2(t-1)/(t d) + (d-1)/d. */
+static double bus_factor(const bench_t *b) {
+  const int n = b->nranks, t = b->at.tp_size, d = b->at.dp_size;
+  switch (b->o.coll) {
     case GCB_ALLREDUCE: case COLL_RMSNORM: return 2.0 * (n - 1) / n;
     case GCB_REDUCESCATTER: case GCB_ALLGATHER: return (double)(n - 1) / n;
+    case COLL_AR_AG: case COLL_RS_AR: return 2.0 * (t - 1) / ((double)t * d) + (double)(d - 1) / d;
     default: return 1.0;
   }
 }
@@ -1347,7 +1518,7 @@ static result_t measure(bench_t *b, int lib, int placement, int warmup, int iter
   /* A time per call: an iteration is -m calls. */
   res.us = over_ranks(b, (b->o.cputime ? t.cpu_us : t.us) / b->o.agg);
   res.algbw = res.us > 0 ? (double)b->bytes / res.us / 1e3 : 0; /* bytes/us/1e3 = GB/s */
-  res.busbw = res.algbw * bus_factor(b->o.coll, b->nranks);
+  res.busbw = res.algbw * bus_factor(b);
   return res;
 }
 
@@ -1392,7 +1563,9 @@ static void print_header(const bench_t *b) {
     printf("# the gpucoll wire columns run over the %s wire%s (options.wire); bandwidths count input bytes\n",
            gc_wire_name(b->o.wire), group);
   }
-  if (b->active[LIB_MPI]) printf("# the MPI columns time %s on the same host buffers\n", mpi_names[b->o.coll]);
+  if (b->active[LIB_MPI])
+    printf("# the MPI columns time %s on the same host buffers%s\n", mpi_names[b->o.coll],
+           IS_MIXED(b->o.coll) ? ", over the same TP and DP groups (MPI_Comm_split)" : "");
   printf("#%11s  %12s  %8s  %6s  %6s", "", "", "", "", "");
   for (int lib = 0; lib < NUM_LIBS; lib++) {
     if (!b->active[lib]) continue;
@@ -1573,6 +1746,144 @@ static void tune(bench_t *b) {
 }
 
 
+/* ---------------------------------------------------------------------------------------------
+ * The mixed collectives' layout: a gc_mixed_t of the bench's communicator, every rank's place in
+ * it, and its TP and DP groups for the MPI and NCCL columns.
+ * ------------------------------------------------------------------------------------------- */
+/* "TP 2 x DP 2 (local tp 2 x dp 1, inter tp 1 x dp 2; 2 nodes of 2 ranks)" */
+static void layout_name(const gc_mixed_layout_t *a, char *buf, size_t n) {
+  snprintf(buf, n, "TP %d x DP %d (local tp %d x dp %d, inter tp %d x dp %d; %d node%s of %d rank%s)", a->tp_size,
+           a->dp_size, a->local_tp_size, a->local_dp_size, a->inter_tp_size, a->inter_dp_size, a->inter_size,
+           a->inter_size == 1 ? "" : "s", a->local_size, a->local_size == 1 ? "" : "s");
+}
+
+/* Every rank's place, worked out from FlashInfer's numbering (gpucoll.h) with the layout's sizes
+ * and compared with what each rank's handle reports, into tp_groups: the reference sums by it. */
+static void number_ranks(bench_t *b) {
+  const gc_mixed_layout_t *a = &b->at;
+  const int n = b->nranks, mine[2] = {a->tp_rank, a->dp_rank};
+  int *all = malloc(2 * (size_t)n * sizeof *all);
+  b->tp_groups = malloc((size_t)n * sizeof *b->tp_groups);
+  if (!all || !b->tp_groups) die("out of host memory (%d ranks)", n);
+  if (a->world_size != n || a->tp_size * a->dp_size != n || a->local_size * a->inter_size != n)
+    die("the layout's sizes (%d ranks, TP %d x DP %d, %d nodes of %d) do not make the %d ranks", a->world_size,
+        a->tp_size, a->dp_size, a->inter_size, a->local_size, n);
+  MPI_OK(MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD));
+  for (int r = 0; r < n; r++) {
+    const int local = r % a->local_size, inter = r / a->local_size;
+    const int tp = local % a->local_tp_size + inter % a->inter_tp_size * a->local_tp_size;
+    const int dp = local / a->local_tp_size + inter / a->inter_tp_size * a->local_dp_size;
+    if (all[2 * r] != tp || all[2 * r + 1] != dp)
+      die("rank %d reports tp_rank %d and dp_rank %d; FlashInfer's numbering gives %d and %d", r, all[2 * r],
+          all[2 * r + 1], tp, dp);
+    b->tp_groups[dp * a->tp_size + tp] = r;
+  }
+  free(all);
+}
+
+/* The operations a layout takes: "allreduce", "allgather and reducescatter". */
+static void valid_ops(gc_mixed_t m, char *buf, size_t n) {
+  buf[0] = '\0';
+  for (int k = 0; k < GC_NUM_MIXED_OPS; k++)
+    if (gc_mixed_op_valid(m, (gc_mixed_op_t)k))
+      snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " and " : "", gc_mixed_op_name((gc_mixed_op_t)k));
+}
+
+/* Collective: the layout from --local-tp ... (0: FlashInfer's defaults), every rank's place and
+ * the TP group (color dp_rank, key tp_rank) and the DP group (color tp_rank, key dp_rank) as MPI
+ * communicators. Returns 0, or 1 on every rank, the reason printed once, where the sizes do not
+ * fit the communicator or the layout does not take the collective. */
+static int open_mixed(bench_t *b) {
+  if (!IS_MIXED(b->o.coll)) return 0;
+  gc_mixed_t m = NULL;
+  gc_result_t r = gc_mixed_init(&m, b->comm, &b->o.layout);
+  int ok = r == GC_SUCCESS, all = 0;
+  MPI_OK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (ok && !all) die("gc_mixed_init failed on another rank only");
+  if (!ok) {
+    if (b->rank == 0) fprintf(stderr, "gpucoll-bench: %s (gpucoll-bench -h lists the flags)\n", failure(b->comm, r));
+    return 1;
+  }
+  b->mixed = m;
+  GC_OK(b, gc_mixed_get_layout(m, &b->at));
+  const gc_mixed_op_t op = b->o.coll == COLL_AR_AG ? GC_MIXED_ALLREDUCE_ALLGATHER : GC_MIXED_REDUCESCATTER_ALLREDUCE;
+  if (!gc_mixed_op_valid(m, op)) {
+    char name[160], ops[128];
+    layout_name(&b->at, name, sizeof name);
+    valid_ops(m, ops, sizeof ops);
+    if (b->rank == 0)
+      fprintf(stderr, "gpucoll-bench: %s: the layout %s takes only %s; set --local-tp, --local-dp, "
+              "--inter-tp or --inter-dp so that TP and DP both exceed 1 (gpucoll-bench -h lists the flags)\n",
+              coll_names[b->o.coll], name, ops);
+    return 1;
+  }
+  number_ranks(b);
+  MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, b->at.dp_rank, b->at.tp_rank, &b->tp_mpi));
+  MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, b->at.tp_rank, b->at.dp_rank, &b->dp_mpi));
+  return 0;
+}
+
+/* -G on a mixed collective with a part on MPI, which CUDA graph capture refuses (gpucoll.h): every
+ * column is timed without a graph, said once. */
+static void mixed_graph(bench_t *b) {
+  options_t *o = &b->o;
+  if (!o->graph || !b->mixed) return;
+  int p2p = 0;
+  GC_OK(b, gc_comm_p2p_ready(b->comm, &p2p));
+  MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &p2p, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  const char *why = o->coll == COLL_RS_AR    ? "its TP all-reduce runs on MPI"
+                    : b->at.inter_size > 1   ? "the layout spans nodes, and its part across them runs on MPI"
+                    : !p2p                   ? "without peer access its parts run on MPI"
+                    : o->algo == GC_ALGO_MPI ? "--algo mpi runs its DP all-gather on MPI"
+                                             : NULL;
+  if (!why) return;
+  note(b, "-G %d: %s cannot be captured into a CUDA graph (%s); every column is timed without a graph, as -G 0",
+       o->graph, coll_names[o->coll], why);
+  o->graph = 0;
+}
+
+/* The mixed collectives' NCCL communicators of the TP and DP groups (collective; each step agreed
+ * over the world, so a group that fails leaves no rank waiting in the next). Returns 0, or nonzero
+ * on every rank with a reason in err. */
+static int open_nccl_groups(bench_t *b, int device, char *err, size_t errlen) {
+  gcb_nccl_t **handles[2] = {&b->nccl_tp, &b->nccl_dp};
+  const MPI_Comm comms[2] = {b->tp_mpi, b->dp_mpi};
+  static const char *const names[2] = {"TP", "DP"};
+  int all = 1;
+  for (int g = 0; g < 2 && all; g++) {
+    char why[512] = "";
+    const int ok = gcb_nccl_open(handles[g], comms[g], device, why, sizeof why) == 0;
+    if (!ok) *handles[g] = NULL;
+    MPI_OK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!all) snprintf(err, errlen, "the %s group: %s", names[g], ok ? "another rank could not open NCCL" : why);
+  }
+  if (all) return 0;
+  for (int g = 0; g < 2; g++) {
+    if (*handles[g]) gcb_nccl_close(*handles[g]);
+    *handles[g] = NULL;
+  }
+  return 1;
+}
+
+/* The header's layout lines: the sizes, the TP groups (the DP groups are their columns), what
+ * a size counts and the bus factor (bus_factor). */
+static void print_layout(const bench_t *b) {
+  const gc_mixed_layout_t *a = &b->at;
+  char name[160];
+  layout_name(a, name, sizeof name);
+  printf("# mixed layout: %s\n", name);
+  if (b->nranks <= 64) {
+    printf("# TP groups (by dp_rank, in tp_rank order; a DP group: one tp_rank of each):");
+    for (int d = 0; d < a->dp_size; d++)
+      for (int t = 0; t < a->tp_size; t++)
+        printf("%s%d%s", t ? " " : " {", b->tp_groups[d * a->tp_size + t], t == a->tp_size - 1 ? "}" : "");
+    printf("\n");
+  }
+  printf("# %s: size = dp_size x count elements (the %s); busbw = algbw x (2(t-1)/(t d) + (d-1)/d) = "
+         "algbw x %.4g\n",
+         coll_names[b->o.coll], b->o.coll == COLL_AR_AG ? "output" : "input", bus_factor(b));
+}
+
 /* --vs nccl: NCCL opened (collective; every rank learns alike) and the -R modes it has. A missing
  * NCCL or mode is one line, and the run goes on without it. */
 static void open_nccl(bench_t *b, int device) {
@@ -1581,6 +1892,12 @@ static void open_nccl(bench_t *b, int device) {
   if (!o->vs_nccl) return;
   if (gcb_nccl_open(&b->nccl, MPI_COMM_WORLD, device, err, sizeof err) != 0) {
     note(b, "NCCL not measured: %s", err); /* every rank failed alike; rank 0's reason */
+    b->nccl = NULL;
+    return;
+  }
+  if (b->mixed && open_nccl_groups(b, device, err, sizeof err)) {
+    note(b, "NCCL not measured: %s", err);
+    gcb_nccl_close(b->nccl);
     b->nccl = NULL;
     return;
   }
@@ -1601,6 +1918,23 @@ static void open_nccl(bench_t *b, int device) {
   else if (b->rank == 0 && o->coll == COLL_RMSNORM)
     printf("# the nccl columns time the unfused baseline: NCCL's all-reduce (sum) of the same input, "
            "then an RMSNorm kernel and a per-row FP8 quantization kernel (bench/unfused_norm.cu)\n");
+  else if (b->rank == 0 && o->coll == COLL_AR_AG)
+    printf("# the nccl columns time ncclAllReduce over the TP group into this rank's block of the output, "
+           "then ncclAllGather over the DP group in place (two NCCL communicators of the same groups)\n");
+  else if (b->rank == 0 && o->coll == COLL_RS_AR)
+    printf("# the nccl columns time ncclReduceScatter over the DP group, then ncclAllReduce over the TP "
+           "group in place (two NCCL communicators of the same groups)\n");
+}
+
+/* 0 when NCCL runs what the NCCL columns of the combination in progress call: the collective,
+ * rmsnorm's all-reduce of the sum, or the mixed collectives' all-reduce and DP collective. */
+static int nccl_runs(const bench_t *b, char *err, size_t errlen) {
+  const options_t *o = &b->o;
+  if (o->coll == COLL_RMSNORM) return gcb_nccl_supports(b->nccl, GCB_ALLREDUCE, o->dtype, GC_SUM, err, errlen);
+  if (!IS_MIXED(o->coll)) return gcb_nccl_supports(b->nccl, (gcb_coll_t)o->coll, o->dtype, o->op, err, errlen);
+  const gcb_coll_t dp = o->coll == COLL_AR_AG ? GCB_ALLGATHER : GCB_REDUCESCATTER;
+  return gcb_nccl_supports(b->nccl, GCB_ALLREDUCE, o->dtype, o->op, err, errlen) ||
+         gcb_nccl_supports(b->nccl, dp, o->dtype, o->op, err, errlen);
 }
 
 /* The columns of the combination (dtype, op) in progress; a column left out says why, once. */
@@ -1619,11 +1953,10 @@ static void choose_columns(bench_t *b) {
                   gc_op_name(o->op), why);
   }
   b->active[LIB_WIRE] = o->wire != GC_WIRE_NATIVE;
-  const gcb_coll_t nc = o->coll == COLL_RMSNORM ? GCB_ALLREDUCE : (gcb_coll_t)o->coll;
   const gc_op_t nop = o->coll == COLL_RMSNORM ? GC_SUM : o->op;
   for (int m = 0; b->nccl && m < GCB_NCCL_NUM_MODES; m++) {
     if (!b->nccl_ok[m]) continue;
-    b->active[LIB_NCCL0 + m] = gcb_nccl_supports(b->nccl, nc, o->dtype, nop, err, sizeof err) == 0;
+    b->active[LIB_NCCL0 + m] = nccl_runs(b, err, sizeof err) == 0;
     if (!b->active[LIB_NCCL0 + m]) {
       note(b, "no nccl columns for %s %s: %s", gc_dtype_name(o->dtype), gc_op_name(nop), err);
       break; /* the same reason for every mode */
@@ -1661,7 +1994,7 @@ static void set_size(bench_t *b, size_t s) {
   const options_t *o = &b->o;
   b->bytes = (o->coll == GCB_ALLREDUCE || o->coll == GCB_BROADCAST || o->coll == COLL_RMSNORM
                   ? b->param_count
-                  : b->param_count * b->nranks) *
+                  : b->param_count * parts(b)) *
              b->elt;
   if (o->coll == COLL_RMSNORM) b->rms = rms_layout(o, s, b->elt);
   b->nsets = sets_for(b, b->send_elems * b->elt, b->recv_elems * b->elt);
@@ -1720,18 +2053,34 @@ static void add_totals(const bench_t *b, result_t res[NUM_LIBS][NUM_PLACEMENTS],
   }
 }
 
+static long long count_sizes(const options_t *o) {
+  long long n = 0;
+  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
+    n++;
+    if (s == SIZE_MAX) break;
+  }
+  return n;
+}
+
 /* Every size of the combination (dtype, op) in progress, each row printed as it is measured. */
 static void run_combination(bench_t *b, totals_t *t) {
   const options_t *o = &b->o;
+  if (avg_wraps(o->coll, o->dtype, o->op)) { /* -d all or -o all: the library refuses it */
+    note(b, "%s %s skipped: reducescatter_allreduce's average would wrap the partial sums",
+         gc_dtype_name(o->dtype), gc_op_name(o->op));
+    t->steps_done += count_sizes(o);
+    return;
+  }
   b->elt = gc_dtype_size(o->dtype);
   choose_columns(b);
   setup_buffers(b);
   if (b->rank == 0) print_header(b);
   for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
-    size_counts(o, s, b->elt, b->nranks, &b->param_count, &b->send_elems, &b->recv_elems);
+    size_counts(o, s, b->elt, parts(b), &b->param_count, &b->send_elems, &b->recv_elems);
     t->steps_done++;
     if (b->param_count == 0) {
-      note(b, "%zu bytes skipped: fewer than one %s per rank", s, gc_dtype_name(o->dtype));
+      note(b, "%zu bytes skipped: fewer than one %s per %s", s, gc_dtype_name(o->dtype),
+           IS_MIXED(o->coll) ? "DP rank" : "rank");
       if (s == SIZE_MAX) break;
       continue;
     }
@@ -1816,6 +2165,7 @@ static void print_settings(const bench_t *b) {
            "row scales\n",
            o->cols, o->residual ? "random residual into residual_out" : "no residual",
            o->residual ? ", residual_out elements and" : " and");
+  if (b->mixed) print_layout(b);
 }
 
 #ifdef _OPENMP
@@ -1832,28 +2182,40 @@ static void share_cores(void) {
 }
 #endif
 
-static long long count_sizes(const options_t *o) {
-  long long n = 0;
-  for (size_t s = o->min_bytes; s <= o->max_bytes; s = next_size(o, s)) {
-    n++;
-    if (s == SIZE_MAX) break;
-  }
-  return n;
-}
-
-/* Communicator, stream, seed, CSV and NCCL: everything before the first size. */
-static void start(bench_t *b) {
-  options_t *o = &b->o;
+/* The communicator, its GPU and stream, and the mixed layout: 0, or 1 on every rank where the
+ * layout refuses (open_mixed). */
+static int open_comm(bench_t *b, int *device) {
   gc_config_t cfg = GC_CONFIG_INIT;
-  if (o->host) cfg.use_gpu = 0;
+  if (b->o.host) cfg.use_gpu = 0;
   gc_result_t r = gc_comm_init(&b->comm, MPI_COMM_WORLD, &cfg);
   if (r != GC_SUCCESS) die("gc_comm_init: %s", failure(NULL, r));
-  int device = -1;
-  GC_OK(b, gc_comm_device(b->comm, &device));
-  b->on_gpu = device >= 0;
+  GC_OK(b, gc_comm_device(b->comm, device));
+  b->on_gpu = *device >= 0;
   /* Rotation, graphs and NCCL need a GPU on every rank; treat a mixed job as host-only for them. */
   MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &b->on_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (b->on_gpu) GC_OK(b, gc_comm_stream(b->comm, &b->stream));
+  return open_mixed(b);
+}
+
+/* The watchdog, with -T or NCCL: it bounds each step and polls every NCCL communicator. */
+static void start_watchdog(bench_t *b) {
+  const options_t *o = &b->o;
+  if (o->timeout_s <= 0 && !b->nccl) return;
+  char err[256];
+  b->watchdog = gcb_watchdog_start(b->rank, o->timeout_s, b->nccl, err, sizeof err);
+  if (!b->watchdog) die("%s", err);
+  if ((b->nccl_tp && gcb_watchdog_watch(b->watchdog, b->nccl_tp, err, sizeof err)) ||
+      (b->nccl_dp && gcb_watchdog_watch(b->watchdog, b->nccl_dp, err, sizeof err)))
+    die("%s", err);
+  if (o->timeout_s > 0) note(b, "-T %g: one size of one column and placement may take that many seconds", o->timeout_s);
+}
+
+/* Communicator, stream, layout, seed, CSV and NCCL: everything before the first size. Returns 0,
+ * or 1 on every rank where the layout refuses (the reason printed). */
+static int start(bench_t *b) {
+  options_t *o = &b->o;
+  int device = -1;
+  if (open_comm(b, &device)) return 1;
   describe(b, device);
   if (!o->seed_set) {
     o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
@@ -1873,19 +2235,33 @@ static void start(bench_t *b) {
     note(b, "-G %d needs a GPU on every rank; host buffers are timed with the wall clock instead", o->graph);
     o->graph = 0;
   }
+  mixed_graph(b);
   if (b->on_gpu)
     note(b, "buffers smaller than %llu MB rotate over sets (at most %d) until a call has touched %llu MB "
             "since its set's last use, in place too; iterations shrink above %llu MB",
          ROTATE_BYTES >> 20, MAX_SETS, ROTATE_BYTES >> 20, ITER_SCALE_BYTES >> 20);
   open_nccl(b, b->on_gpu ? device : -1);
-  if (o->timeout_s > 0 || b->nccl) {
-    char err[256];
-    b->watchdog = gcb_watchdog_start(b->rank, o->timeout_s, b->nccl, err, sizeof err);
-    if (!b->watchdog) die("%s", err);
-    if (o->timeout_s > 0) note(b, "-T %g: one size of one column and placement may take that many seconds", o->timeout_s);
-  }
+  start_watchdog(b);
   if (o->autotune_file || o->tune_file) tune(b);
   if (b->rank == 0) printf("#\n");
+  return 0;
+}
+
+/* Undoes start: the watchdog first (it polls NCCL's communicators), NCCL's, the layout's groups
+ * and handle, then the communicator. */
+static void finish(bench_t *b) {
+  if (b->csv) fclose(b->csv);
+  gcb_watchdog_stop(b->watchdog);
+  if (b->nccl_tp) gcb_nccl_close(b->nccl_tp);
+  if (b->nccl_dp) gcb_nccl_close(b->nccl_dp);
+  if (b->nccl) gcb_nccl_close(b->nccl);
+  if (b->tp_groups) {
+    MPI_OK(MPI_Comm_free(&b->tp_mpi));
+    MPI_OK(MPI_Comm_free(&b->dp_mpi));
+    free(b->tp_groups);
+  }
+  if (b->mixed) GC_OK(b, gc_mixed_destroy(b->mixed));
+  GC_OK(b, gc_comm_destroy(b->comm));
 }
 
 int main(int argc, char **argv) {
@@ -1912,7 +2288,11 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return pa == 1 ? 0 : 1;
   }
-  start(b);
+  if (start(b)) {
+    finish(b);
+    MPI_Finalize();
+    return 1;
+  }
   options_t *o = &b->o;
   totals_t t;
   memset(&t, 0, sizeof t);
@@ -1928,10 +2308,7 @@ int main(int argc, char **argv) {
     }
   }
   print_summary(b, &t);
-  if (b->csv) fclose(b->csv);
-  gcb_watchdog_stop(b->watchdog); /* before NCCL closes: it polls NCCL's communicator */
-  if (b->nccl) gcb_nccl_close(b->nccl);
-  GC_OK(b, gc_comm_destroy(b->comm));
+  finish(b);
   MPI_Finalize();
   return t.wrong ? 1 : 0;
 }

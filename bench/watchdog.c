@@ -23,8 +23,9 @@ struct gcb_watchdog {
   pthread_cond_t wake;
   int rank;
   double timeout_s;
-  const gcb_nccl_t *nccl;
   /* Under lock: */
+  const gcb_nccl_t *nccl[GCB_WATCHDOG_MAX_NCCL];
+  int n_nccl;
   int stop, armed, uses_nccl;
   struct timespec started;
   char what[256];
@@ -62,7 +63,8 @@ static void *watch(void *arg) {
         snprintf(why, sizeof why, "ran past -T %g s (%.1f s so far)", w->timeout_s, ran);
         fire(w, EXIT_TIMEOUT, why);
       }
-      if (w->uses_nccl && gcb_nccl_async_error(w->nccl, why, sizeof why)) fire(w, 1, why);
+      for (int i = 0; w->uses_nccl && i < w->n_nccl; i++)
+        if (gcb_nccl_async_error(w->nccl[i], why, sizeof why)) fire(w, 1, why);
     }
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -83,7 +85,7 @@ gcb_watchdog_t *gcb_watchdog_start(int rank, double timeout_s, const gcb_nccl_t 
   }
   w->rank = rank;
   w->timeout_s = timeout_s;
-  w->nccl = nccl;
+  if (nccl) w->nccl[w->n_nccl++] = nccl;
   pthread_condattr_t attr;
   int e = pthread_condattr_init(&attr);
   if (!e) e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -103,11 +105,20 @@ gcb_watchdog_t *gcb_watchdog_start(int rank, double timeout_s, const gcb_nccl_t 
   return NULL;
 }
 
+int gcb_watchdog_watch(gcb_watchdog_t *w, const gcb_nccl_t *nccl, char *err, size_t errlen) {
+  pthread_mutex_lock(&w->lock);
+  const int full = w->n_nccl == GCB_WATCHDOG_MAX_NCCL;
+  if (!full) w->nccl[w->n_nccl++] = nccl;
+  pthread_mutex_unlock(&w->lock);
+  if (full) snprintf(err, errlen, "watchdog: it polls at most %d NCCL communicators", GCB_WATCHDOG_MAX_NCCL);
+  return full;
+}
+
 void gcb_watchdog_arm(gcb_watchdog_t *w, const char *what, int uses_nccl) {
   if (!w) return;
   pthread_mutex_lock(&w->lock);
   snprintf(w->what, sizeof w->what, "%s", what);
-  w->uses_nccl = uses_nccl && w->nccl;
+  w->uses_nccl = uses_nccl && w->n_nccl > 0;
   clock_gettime(CLOCK_MONOTONIC, &w->started);
   w->armed = 1;
   pthread_mutex_unlock(&w->lock);

@@ -14,6 +14,12 @@ typedef struct gcb_watchdog gcb_watchdog_t;
 gcb_watchdog_t *gcb_watchdog_start(int rank, double timeout_s, const gcb_nccl_t *nccl, char *err,
                                    size_t errlen);
 
+/* Polls nccl too (at most GCB_WATCHDOG_MAX_NCCL communicators in all, the one given to
+ * gcb_watchdog_start included): a step that uses NCCL may run on several communicators. Returns
+ * 0, or nonzero with a message in err. */
+#define GCB_WATCHDOG_MAX_NCCL 3
+int gcb_watchdog_watch(gcb_watchdog_t *w, const gcb_nccl_t *nccl, char *err, size_t errlen);
+
 /* A step begins: `what` names it in the message (copied); uses_nccl turns on the polling. */
 void gcb_watchdog_arm(gcb_watchdog_t *w, const char *what, int uses_nccl);
 
