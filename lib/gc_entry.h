@@ -29,6 +29,8 @@ GC_HIDDEN gc_options_t gc__without_epilogue(const gc_options_t *o, gc_dtype_t ou
 static inline gc_dtype_t gc__partial_dtype(gc_dtype_t dtype) {
   return dtype == GC_FLOAT16 || dtype == GC_BFLOAT16 ? GC_FLOAT32 : dtype;
 }
+/* The inputs gc_allreduce_rmsnorm_fp8 takes: float32 and the half types. */
+static inline int gc__rmsnorm_dtype(gc_dtype_t dtype) { return gc__partial_dtype(dtype) == GC_FLOAT32; }
 GC_HIDDEN gc_result_t gc__resolve_options(gc_comm_t comm, const gc_options_t *opts, gc_dtype_t dtype, int reduces,
                                           gc_options_t *out);
 GC_HIDDEN gc_result_t gc__resolve_wire_options(gc_comm_t comm, const char *fn, const gc_options_t *opts,

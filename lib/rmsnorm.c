@@ -29,7 +29,7 @@ static gc_result_t check_rmsnorm(gc_comm_t comm, const void *send, void *out, fl
     return GC_FAIL(comm, GC_ERR_INVALID_ARGUMENT, "norm.numerics %d is not a gc_norm_numerics_t (GC_NORM_MAX, GC_NORM_ROUNDED)",
                    numerics);
   GC_CHECK(gc__check_dtype(comm, dtype, 1));
-  if (dtype != GC_FLOAT32 && dtype != GC_FLOAT16 && dtype != GC_BFLOAT16)
+  if (!gc__rmsnorm_dtype(dtype))
     return GC_FAIL(comm, GC_ERR_UNSUPPORTED, "gc_allreduce_rmsnorm_fp8 takes float32, float16 or bfloat16 inputs, not %s",
                    gc_dtype_name(dtype));
   if (m->out_dtype != GC_FP8_E4M3 && m->out_dtype != GC_FP8_E5M2)

@@ -33,8 +33,8 @@ static const gc_algo_t candidates[GC_NUM_TUNED_KINDS][7] = {
 static int rmsnorm_candidates(const gc__facts_t *f, const gc__call_t *c, gc_algo_t out[GC_NUM_ALGOS]) {
   int n = 0;
   if (!f->p2p_ready || !c->all_device) return 0;
-  for (int k = 0; k < 3; k++)
-    if (candidates[GC_COLL_RMSNORM][k] != GC_ALGO_TWOSHOT || f->local_size > 1) out[n++] = candidates[GC_COLL_RMSNORM][k];
+  for (const gc_algo_t *a = candidates[GC_COLL_RMSNORM]; *a != GC_ALGO_AUTO; a++)
+    if (*a != GC_ALGO_TWOSHOT || f->local_size > 1) out[n++] = *a;
   return n;
 }
 
@@ -152,6 +152,15 @@ static gc_result_t share_rows(gc_comm_t comm, gc__tuned_t *rows, int count) {
   return set_rows(comm, mine, count);
 }
 
+/* What the planner takes for a call of `bytes` without tuned rows: the built-in table's choice,
+ * for the RMSNorm by the all-reduce table (gc__plan_rmsnorm_algo). */
+static gc_algo_t table_choice(const gc__facts_t *f, gc__coll_t coll, size_t bytes) {
+  if (coll != GC_COLL_RMSNORM) return gc__table_choice(f->cc_major, f->local_size, coll, bytes, 1);
+  gc__facts_t untuned = *f;
+  untuned.tuned_count = 0;
+  return gc__plan_rmsnorm_algo(&untuned, GC_ALGO_AUTO, bytes, 1);
+}
+
 /* Times every candidate for t's call of `bytes` and writes the winner to *best (GC_ALGO_AUTO:
  * none ran). The built-in table's choice (the inputs here are gc_mem_alloc's) stays unless another
  * is faster by more than TABLE_MARGIN: below ~1 MB the candidates are within tenths of a us, and on
@@ -163,10 +172,7 @@ static gc_result_t time_candidates(gc_comm_t comm, trial_t *t, size_t bytes, gc_
   const gc__call_t call = tuner_call(comm, t->coll, t->count, t->dtype);
   gc_algo_t algos[GC_NUM_ALGOS];
   const int count = gc__tune_candidates(&f, &call, algos);
-  gc__facts_t untuned = f;
-  untuned.tuned_count = 0;
-  const gc_algo_t table = t->coll == GC_COLL_RMSNORM ? gc__plan_rmsnorm_algo(&untuned, GC_ALGO_AUTO, bytes, 1)
-                                                     : gc__table_choice(comm->cc_major, comm->local_size, t->coll, bytes, 1);
+  const gc_algo_t table = table_choice(&f, t->coll, bytes);
   double best_us = 0, table_us = 0;
   *best = GC_ALGO_AUTO;
   for (int k = 0; k < count; k++) {
@@ -201,7 +207,7 @@ typedef struct {
 } tune_bufs_t;
 
 static int tunes_rmsnorm(gc_comm_t comm, gc_dtype_t dtype) {
-  return comm->device >= 0 && (dtype == GC_FLOAT32 || dtype == GC_FLOAT16 || dtype == GC_BFLOAT16);
+  return comm->device >= 0 && gc__rmsnorm_dtype(dtype);
 }
 
 static gc_result_t bufs_alloc(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype, tune_bufs_t *b) {
