@@ -110,6 +110,7 @@ M.busbw_factor = {
   broadcast = function() return 1 end,
   reducescatter_allreduce = mixed_factor,
   allreduce_allgather = mixed_factor,
+  rmsnorm = function(n) return 2 * (n - 1) / n end, -- its all-reduce's
 }
 
 --- Element counts for a collective of `bytes` on n ranks (the mixed operations: in nodes of L):
@@ -188,6 +189,63 @@ function M.mixed_reference(comm, coll, tmp, nsend, seeds)
     error("unknown collective " .. tostring(coll))
   end
   return ref
+end
+
+--- The fused all-reduce + RMSNorm + FP8 at `bytes`, as gpucoll-bench rmsnorm sizes it: whole rows
+--- of `cols` elements, at least one. Returns rows and the bytes of the input.
+function M.rmsnorm_shape(bytes, cols, dtype)
+  local es = gpucoll.dtype_size(dtype)
+  local rows = math.max(1, bytes // (cols * es))
+  return rows, rows * cols * es
+end
+
+-- The fp8 e4m3 output's largest value, its relative rounding (half an ulp) and subnormal spacing.
+local FP8_MAX, FP8_REL, FP8_TINY = 448, 2 ^ -4, 2 ^ -9
+
+--- The rows the check reads: every row up to `most`, else `most` rows spread evenly over them,
+--- the first and the last among them.
+function M.rows_to_check(rows, most)
+  local picked = {}
+  if rows <= most then
+    for r = 1, rows do picked[r] = r end
+  else
+    for k = 0, most - 1 do picked[k + 1] = 1 + (k * (rows - 1)) // (most - 1) end
+  end
+  return picked
+end
+
+--- This rank's wrong values of gc_allreduce_rmsnorm_fp8 with its defaults (numerics max, epsilon
+--- 1e-6, no scale_ub, no residual, e4m3), against float64 per row: with f the sum over the ranks
+--- (`sum`, float64), y = f / sqrt(mean(f^2) + epsilon) x gamma and scale = amax(y) / FP8_MAX.
+--- A scale is wrong when it misses by more than 1e-3 of itself, an fp8 element when out x scale
+--- misses y by more than the fp8 rounding plus twice the subnormal spacing (gpucoll-bench's
+--- rules). `rows` lists the rows to read (1-based); out and scales are copied to the host here.
+function M.rmsnorm_wrong(comm, sum, gamma, out, scales, cols, rows)
+  assert(comm:sync())
+  local ho <close> = assert(comm:buffer(#out, out.dtype, "host")):copy_from(out)
+  local hs <close> = assert(comm:buffer(#scales, "float32", "host")):copy_from(scales)
+  local hg <close> = assert(comm:buffer(cols, gamma.dtype, "host")):copy_from(gamma)
+  local g = {}
+  for j = 1, cols do g[j] = hg:get(j) end
+  local wrong = 0
+  for _, row in ipairs(rows) do
+    local base, ss, f = (row - 1) * cols, 0, {}
+    for j = 1, cols do
+      f[j] = sum:get(base + j)
+      ss = ss + f[j] * f[j]
+    end
+    local rinv, amax = 1 / math.sqrt(ss / cols + 1e-6), 0
+    for j = 1, cols do amax = math.max(amax, math.abs(f[j] * rinv * g[j])) end
+    local ref, scale = amax / FP8_MAX, hs:get(row)
+    if not (math.abs(scale - ref) <= 1e-3 * ref) then wrong = wrong + 1 end
+    for j = 1, cols do
+      local y = f[j] * rinv * g[j]
+      if not (math.abs(ho:get(base + j) * scale - y) <= FP8_REL * math.abs(y) + 2 * ref * FP8_TINY) then
+        wrong = wrong + 1
+      end
+    end
+  end
+  return wrong
 end
 
 --- Runs one collective through gpucoll (`lib` = comm) or NCCL (`lib` = comm:nccl()).

@@ -14,7 +14,11 @@ usage: mpirun -np N gpucoll-lua run examples/sweep.lua [SIZES] [OUTDIR] [key=val
           (also reducescatter_allreduce, allreduce_allgather: the mixed operations over the
           communicator's nodes, GC_LOCAL_SIZE simulating them; timed without graphs, since across
           nodes they refuse capture, and without NCCL or MPI beside them, which have no such call)
-  dtype=float32  iters=20  warmup=5  graph=1  check=1  host=0 (1: host buffers on GPUs too)
+          (also rmsnorm: the fused all-reduce + RMSNorm + FP8, gc_allreduce_rmsnorm_fp8 with its
+          defaults, on rows of cols elements (a size is whole rows, at least one); checked on up
+          to 64 rows spread over the output; its NCCL comparison, the unfused pipeline, is
+          gpucoll-bench rmsnorm --vs nccl)
+  cols=8192  dtype=float32  iters=20  warmup=5  graph=1  check=1  host=0 (1: host buffers on GPUs too)
   nccl=auto (1: measure NCCL, also beside host buffers; 0: not)  plot=1 (0: CSV and JSON only)
   R=all   NCCL's buffer modes, as gpucoll-bench --vs nccl -R: 0 plain (cudaMalloc), 1 registered
           (ncclMemAlloc + ncclCommRegister), 2 symmetric (ncclMemAlloc + symmetric windows),
@@ -28,7 +32,7 @@ On host buffers each collective is also timed through the MPI library's own call
 local opts = util.parse_args(arg, {
   sizes = "", out = "sweep-results", colls = "allreduce,reducescatter,allgather,broadcast",
   algos = "", dtype = "float32", iters = "20", warmup = "5", graph = "1", nccl = "auto", R = "all",
-  check = "1", host = "0", plot = "1",
+  check = "1", host = "0", plot = "1", cols = "8192",
 }, { "sizes", "out" }, usage)
 local nccl_modes = util.parse_nccl_modes(opts.R)
 io.stdout:setvbuf("line") -- rows appear as they are measured, also through mpirun's pipes
@@ -41,12 +45,16 @@ local where = on_gpu and "device" or "host" -- "device": symmetric (gc_mem_alloc
 local sizes = util.parse_sizes(opts.sizes ~= "" and opts.sizes or (on_gpu and "1K:256M:4" or "1K:4M:4"))
 local algos = util.list(opts.algos ~= "" and opts.algos or (on_gpu and "auto,oneshot,oneshot_ll,twoshot,writes,copyengine,mpi" or "mpi"))
 local colls, dtype = util.list(opts.colls), opts.dtype
+local cols = math.tointeger(tonumber(opts.cols))
+if not cols or cols < 1 then error("cols=" .. opts.cols .. ": want a count > 0", 0) end
 -- On GPUs, gc_mem_alloc buffers (comm:symmetric): the kernels use them in place and the
 -- copy-engine path writes into them; both are freed collectively as their block ends.
 local function buffer(count)
   if where == "device" then return comm:symmetric(count, dtype) end
   return comm:buffer(count, dtype, where)
 end
+-- rmsnorm's fp8 output, row scales and weights: plain buffers where its input lies.
+local function plain(count, of_dtype) return comm:buffer(count, of_dtype, where) end
 local iters, warmup = tonumber(opts.iters), tonumber(opts.warmup)
 local graph = on_gpu and util.truthy(opts.graph)
 local check = util.truthy(opts.check)
@@ -80,20 +88,36 @@ for ci, coll in ipairs(colls) do
   for si, size in ipairs(sizes) do
     step = step + 1
     gpucoll.progress(step, steps, coll .. " " .. util.human(size))
-    local nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype, comm.local_size)
     local mixed = coll == "reducescatter_allreduce" or coll == "allreduce_allgather"
+    local rmsnorm = coll == "rmsnorm"
+    local nsend, nrecv, count, bytes, nrows
+    if rmsnorm then
+      nrows, bytes = util.rmsnorm_shape(size, cols, dtype)
+      nsend, nrecv, count = nrows * cols, nrows * cols, nrows * cols
+    else
+      nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype, comm.local_size)
+    end
     if count > 0 then
       local send <close> = assert(buffer(nsend))
-      local recv <close> = assert(buffer(nrecv))
+      local recv <close> = assert(rmsnorm and plain(nrecv, "fp8_e4m3") or buffer(nrecv))
       local seeds = {}
       for r = 0, n - 1 do seeds[r + 1] = base + si * 1000 + ci * 100 + r end
       send:fill(seeds[rank + 1])
-      local ref <close> = check and util.reference(comm, coll, dtype, nsend, seeds, 0) or nil
+      -- rmsnorm: the row scales, and the weights, alike on every rank (the op wants them so).
+      local scales <close> = rmsnorm and assert(plain(nrows, "float32")) or nil
+      local gamma <close> = rmsnorm and assert(plain(cols, dtype)):fill(seeds[1] + n) or nil
+      -- The reference: rmsnorm's is the float64 sum its check normalizes row by row.
+      local ref <close> = check and util.reference(comm, rmsnorm and "allreduce" or coll, dtype, nsend, seeds, 0) or nil
+      local check_rows = rmsnorm and util.rows_to_check(nrows, 64)
+      local function invoke(s, sbuf, rbuf, o)
+        if rmsnorm then return comm:allreduce_rmsnorm_fp8(sbuf, rbuf, scales, gamma, nrows, cols, o) end
+        return util.call(s.lib, coll, sbuf, rbuf, o)
+      end
 
       -- The series: NCCL's modes first (gpucoll's rows carry the speed-up against the fastest
       -- of them), then gpucoll's algorithms, then on host buffers MPI's own call.
       local series = {}
-      for _, m in ipairs(mixed and {} or nccl_modes) do
+      for _, m in ipairs((mixed or rmsnorm) and {} or nccl_modes) do
         series[#series + 1] = { lib_name = "nccl", mode = m, name = "nccl_" .. m, lib = nccl, nccl_mode = m,
           version = nccl:version() }
       end
@@ -118,7 +142,8 @@ for ci, coll in ipairs(colls) do
         do
           local copts = s.algo and { algo = s.algo } or {}
           rbuf:poison()
-          local ok, msg, code = util.call(s.lib, coll, sbuf, rbuf, copts)
+          if scales then scales:poison() end
+          local ok, msg, code = invoke(s, sbuf, rbuf, copts)
           -- An algorithm that does not apply (to this collective or size) is left out of the
           -- table, with a note the first time.
           if not ok and (code == "GC_ERR_UNSUPPORTED" or code == "GC_ERR_INVALID_ARGUMENT") then
@@ -130,14 +155,18 @@ for ci, coll in ipairs(colls) do
             assert(ok, key .. ": " .. tostring(msg))
             assert(comm:sync())
             local wrong = 0
-            if ref then wrong = util.sum_all(comm, (rbuf:compare(ref))) end
+            if ref and rmsnorm then
+              wrong = util.sum_all(comm, util.rmsnorm_wrong(comm, ref, gamma, rbuf, scales, cols, check_rows))
+            elseif ref then
+              wrong = util.sum_all(comm, (rbuf:compare(ref)))
+            end
             total_wrong = total_wrong + wrong
             -- MPI-path calls synchronize inside, which a graph capture forbids.
             local use_graph = graph and s.algo ~= "mpi" and not s.mpi and not mixed
             local us, terr = comm:time(function(stream)
               local o = { stream = stream }
               if s.algo then o.algo = s.algo end
-              return util.call(s.lib, coll, sbuf, rbuf, o)
+              return invoke(s, sbuf, rbuf, o)
             end, { warmup = warmup, iters = iters, graph = use_graph })
             if not us and rank == 0 then io.stderr:write("note: ", key, " not timed: ", terr, "\n") end
             local algbw = us and bytes / (us * 1e3) or nil
