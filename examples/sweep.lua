@@ -193,7 +193,7 @@ for ci, coll in ipairs(colls) do
           end
         end
       end
-      if #nccl_modes > 0 then
+      if #nccl_modes > 0 and not (mixed or rmsnorm) then -- NCCL has no such call
         at_size.speedup = best_nccl and at_size.gpucoll and best_nccl / at_size.gpucoll or nil
         comparison[#comparison + 1] = at_size
       end
