@@ -90,13 +90,8 @@ for ci, coll in ipairs(colls) do
     gpucoll.progress(step, steps, coll .. " " .. util.human(size))
     local mixed = coll == "reducescatter_allreduce" or coll == "allreduce_allgather"
     local rmsnorm = coll == "rmsnorm"
-    local nsend, nrecv, count, bytes, nrows
-    if rmsnorm then
-      nrows, bytes = util.rmsnorm_shape(size, cols, dtype)
-      nsend, nrecv, count = nrows * cols, nrows * cols, nrows * cols
-    else
-      nsend, nrecv, count, bytes = util.layout(coll, size, n, dtype, comm.local_size)
-    end
+    local no_nccl = mixed or rmsnorm -- NCCL has no such call
+    local nsend, nrecv, count, bytes, nrows = util.layout(coll, size, n, dtype, comm.local_size, cols)
     if count > 0 then
       local send <close> = assert(buffer(nsend))
       local recv <close> = assert(rmsnorm and plain(nrecv, "fp8_e4m3") or buffer(nrecv))
@@ -106,8 +101,7 @@ for ci, coll in ipairs(colls) do
       -- rmsnorm: the row scales, and the weights, alike on every rank (the op wants them so).
       local scales <close> = rmsnorm and assert(plain(nrows, "float32")) or nil
       local gamma <close> = rmsnorm and assert(plain(cols, dtype)):fill(seeds[1] + n) or nil
-      -- The reference: rmsnorm's is the float64 sum its check normalizes row by row.
-      local ref <close> = check and util.reference(comm, rmsnorm and "allreduce" or coll, dtype, nsend, seeds, 0) or nil
+      local ref <close> = check and util.reference(comm, coll, dtype, nsend, seeds, 0) or nil
       local check_rows = rmsnorm and util.rows_to_check(nrows, 64)
       local function invoke(s, sbuf, rbuf, o)
         if rmsnorm then return comm:allreduce_rmsnorm_fp8(sbuf, rbuf, scales, gamma, nrows, cols, o) end
@@ -117,7 +111,7 @@ for ci, coll in ipairs(colls) do
       -- The series: NCCL's modes first (gpucoll's rows carry the speed-up against the fastest
       -- of them), then gpucoll's algorithms, then on host buffers MPI's own call.
       local series = {}
-      for _, m in ipairs((mixed or rmsnorm) and {} or nccl_modes) do
+      for _, m in ipairs(no_nccl and {} or nccl_modes) do
         series[#series + 1] = { lib_name = "nccl", mode = m, name = "nccl_" .. m, lib = nccl, nccl_mode = m,
           version = nccl:version() }
       end
@@ -193,7 +187,7 @@ for ci, coll in ipairs(colls) do
           end
         end
       end
-      if #nccl_modes > 0 and not (mixed or rmsnorm) then -- NCCL has no such call
+      if #nccl_modes > 0 and not no_nccl then
         at_size.speedup = best_nccl and at_size.gpucoll and best_nccl / at_size.gpucoll or nil
         comparison[#comparison + 1] = at_size
       end

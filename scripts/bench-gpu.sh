@@ -47,7 +47,7 @@ failed=0
 start_all=$(date +%s)
 # One measured run: its command in COMMANDS.txt, its log, its CSV and plot. run NAME ARGS...
 run() {
-  local name=$1 t0; shift
+  local name=$1 t0 cmd; shift
   cmd=("$mpirun" "$@" --csv "$results/$name.csv")
   echo "${cmd[*]}" | sed "s|$build|\$BUILD|; s|$results|\$RESULTS|" >> "$commands"
   echo "== ${cmd[*]}"
