@@ -94,6 +94,23 @@ gc_result_t gc__boot_wait(gc_comm_t comm, MPI_Request *req, const char *what) {
   return boot_wait_for(comm, comm->mpi, req, what, comm->timeout_ms);
 }
 
+/* The ranks per node that split a host (gc_config_t.local_size, else GC_LOCAL_SIZE; 0: the ranks
+ * MPI puts on the host), agreed over comm->mpi before the split: a rank that refused its value
+ * alone would leave the others waiting in the split. */
+static gc_result_t node_group_size(gc_comm_t comm, const gc_config_t *cfg, int *group) {
+  gc_result_t r = GC_SUCCESS;
+  if (cfg->local_size < 0)
+    r = GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_config_t.local_size is %d: use 0 (GC_LOCAL_SIZE, else the hosts) "
+                "or the ranks per node", cfg->local_size);
+  else if (cfg->local_size > 0) *group = cfg->local_size;
+  else r = gc__param_range(GC_PARAM_LOCAL_SIZE, 0, INT_MAX, group);
+  int ok = r == GC_SUCCESS;
+  GC_MPI_CHECK(NULL, MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm->mpi));
+  if (r == GC_SUCCESS && !ok)
+    r = GC_FAIL(NULL, GC_ERR_REMOTE, "another rank refused its ranks per node (GC_LOCAL_SIZE or gc_config_t.local_size)");
+  return r;
+}
+
 gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -111,7 +128,12 @@ gc_result_t gc__boot_init(gc_comm_t comm, MPI_Comm user, const gc_config_t *cfg)
   MPI_Comm node;
   GC_MPI_CHECK(NULL, MPI_Comm_split_type(comm->mpi, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node));
   GC_MPI_CHECK(NULL, MPI_Comm_rank(node, &comm->host_rank));
-  int group = cfg->local_size > 0 ? cfg->local_size : (int)gc__param_int(GC_PARAM_LOCAL_SIZE);
+  int group = 0;
+  gc_result_t r = node_group_size(comm, cfg, &group);
+  if (r != GC_SUCCESS) {
+    MPI_Comm_free(&node);
+    return r;
+  }
   if (group > 0) {
     /* GC_LOCAL_SIZE splits one host into several "nodes" so the inter-node path runs here too. */
     int node_rank;

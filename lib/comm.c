@@ -65,16 +65,19 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
   comm->timeout_ms = cfg->timeout_ms;
   if (comm->timeout_ms <= 0) GC_CHECK(gc__param_range(GC_PARAM_TIMEOUT_MS, 1, INT_MAX, &comm->timeout_ms));
   /* A staging area of up to 64 GB (rounding a larger size could wrap) */
-  const int64_t staging_env = gc__param_int(GC_PARAM_STAGING_BYTES);
-  const size_t staging = cfg->staging_bytes ? cfg->staging_bytes : staging_env > 0 ? (size_t)staging_env : 0;
-  if (staging > GC_MAX_STAGING_BYTES || (!cfg->staging_bytes && staging_env < 0))
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "staging_bytes (GC_STAGING_BYTES=%s, config %zu) must be at most %zu",
-                   gc__param_str(GC_PARAM_STAGING_BYTES), cfg->staging_bytes, GC_MAX_STAGING_BYTES);
-  comm->tp.staging_bytes = (staging + 4095) & ~(size_t)4095;
+  int64_t staging = (int64_t)cfg->staging_bytes;
+  if (cfg->staging_bytes > GC_MAX_STAGING_BYTES)
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "gc_config_t.staging_bytes %zu: use at most %zu", cfg->staging_bytes,
+                   GC_MAX_STAGING_BYTES);
+  if (!staging) GC_CHECK(gc__param_range64(GC_PARAM_STAGING_BYTES, 0, (int64_t)GC_MAX_STAGING_BYTES, &staging));
+  comm->tp.staging_bytes = ((size_t)staging + 4095) & ~(size_t)4095;
   if (comm->tp.staging_bytes < 65536) comm->tp.staging_bytes = 65536;
   GC_CHECK(gc__param_range(GC_PARAM_MAX_BLOCKS, 0, GC_KMAX_BLOCKS, &comm->max_blocks)); /* the kernels' most */
-  int64_t mpi_chunk = gc__param_int(GC_PARAM_MPI_CHUNK_BYTES);
-  comm->mpi_chunk_bytes = mpi_chunk > 0 ? (size_t)mpi_chunk : (size_t)4 << 20;
+  int mpi_chunk = 0;
+  GC_CHECK(gc__param_range(GC_PARAM_MPI_CHUNK_BYTES, 1, INT_MAX, &mpi_chunk));
+  comm->mpi_chunk_bytes = (size_t)mpi_chunk;
+  static const char *const off_on[] = {"0", "1"};
+  GC_CHECK(gc__param_word(GC_PARAM_MULTIMEM, off_on, 2, &comm->multimem_asked));
   /* auto, 0, 1 -> -1, 0, 1 */
   static const char *const auto_off_on[] = {"auto", "0", "1"};
   GC_CHECK(gc__param_word(GC_PARAM_PDL, auto_off_on, 3, &comm->pdl)); /* auto: decided with the device */
@@ -103,11 +106,11 @@ static gc_result_t local_setup(gc_comm_t comm, const gc_config_t *cfg) {
  * write past a peer's, a different chunk would leave ranks waiting for rounds that never come.
  * Each is compared once here; a difference is refused on every rank, naming the setting. */
 static gc_result_t same_settings(gc_comm_t comm) {
-  enum { FIXED = 4, MOST = FIXED + 16 };
+  enum { FIXED = 5, MOST = FIXED + 16 };
   const char *name[MOST] = {"the staging area (gc_config_t.staging_bytes or GC_STAGING_BYTES)", "GC_MPI_CHUNK_BYTES",
-                            "GC_ALGO", "GC_MAX_BLOCKS"};
+                            "GC_ALGO", "GC_MAX_BLOCKS", "GC_MULTIMEM"};
   uint64_t v[MOST] = {comm->tp.staging_bytes, comm->mpi_chunk_bytes, (uint64_t)comm->forced_algo,
-                      (uint64_t)(int64_t)comm->max_blocks},
+                      (uint64_t)(int64_t)comm->max_blocks, (uint64_t)comm->multimem_asked},
            lo[MOST], hi[MOST];
   const int n = FIXED + gc__switches_count();
   if (n > MOST) return GC_FAIL(NULL, GC_ERR_INTERNAL, "more switches than same_settings holds");

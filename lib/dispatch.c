@@ -181,7 +181,7 @@ typedef struct {
   int count;
 } row_set_t;
 static const row_set_t row_sets[] = {
-    {9, "sm_90 (measured on H100 and H200)", sm90_rows, (int)(sizeof sm90_rows / sizeof sm90_rows[0])},
+    {9, "sm_90 (measured on H200)", sm90_rows, (int)(sizeof sm90_rows / sizeof sm90_rows[0])},
     {-1, "default (other architectures: not measured)", default_rows, (int)(sizeof default_rows / sizeof default_rows[0])},
 };
 enum { NUM_ROW_SETS = sizeof row_sets / sizeof row_sets[0] };

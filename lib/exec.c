@@ -21,6 +21,7 @@ void gc__facts(gc_comm_t comm, gc__facts_t *f) {
   f->max_blocks = comm->max_blocks;
   f->staging_bytes = comm->tp.staging_bytes;
   f->ce_inbox_fits = comm->local_size >= 2 && gc__ce_inbox_fits(comm);
+  f->multimem_asked = comm->multimem_asked;
   f->multimem_ready = comm->mm.ready;
   f->multimem_why = comm->mm.why;
   f->sw = comm->sw;

@@ -27,7 +27,7 @@
   XX(STAGING_BYTES, "GC_STAGING_BYTES", "67108864", "registered staging bytes per rank and GPU")    \
   XX(MPI_CHUNK_BYTES, "GC_MPI_CHUNK_BYTES", "4194304", "chunk of the MPI path's pipelined staging") \
   XX(PDL, "GC_PDL", "auto", "programmatic dependent launch when a call leaves it open: auto (sm_90+), 0 or 1") \
-  XX(SWITCHES, "GC_SWITCHES", "", "the dispatch table's experiment switches, key=value,... (push_piece, push_schedule, push_control, ce_allreduce, ce_chunks, staged_blocks, ll_relay_bytes, ll_threads; docs/design.md)") \
+  XX(SWITCHES, "GC_SWITCHES", "", "the dispatch table's experiment switches, key=value,... (push_piece, push_schedule, push_control, ce_allreduce, ce_chunks, staged_blocks, ll_relay_bytes, ll_threads, hierarchical; docs/design.md)") \
   XX(CUDA_AWARE, "GC_CUDA_AWARE", "auto", "treat MPI as CUDA-aware: auto, 0 or 1")                  \
   XX(MULTIMEM, "GC_MULTIMEM", "0", "allow the NVLink multicast path (refused under kill switches)") \
   XX(CHECK_CALLS, "GC_CHECK_CALLS", "auto", "ranks compare each call's arguments first: auto (the MPI path's calls), 1 (every call), 0 (none)")
@@ -40,13 +40,13 @@ typedef enum gc__param {
 } gc__param_t;
 
 GC_HIDDEN const char *gc__param_str(gc__param_t id);   /* value in force (env or default) */
-GC_HIDDEN int64_t gc__param_int(gc__param_t id);       /* the same parsed as an integer */
 /* A knob that takes one of n words: its index in *index, or GC_ERR_INVALID_ARGUMENT naming the
  * variable and the words it takes. */
 GC_HIDDEN gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int *index);
 /* A knob that takes an integer from lo to hi: it in *value, or GC_ERR_INVALID_ARGUMENT naming the
  * variable and the range. */
 GC_HIDDEN gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value);
+GC_HIDDEN gc_result_t gc__param_range64(gc__param_t id, int64_t lo, int64_t hi, int64_t *value);
 /* The text of an integer knob: decimal or 0x hex, optional sign, k/m/g suffix (x 2^10, 2^20,
  * 2^30; a B or iB may follow), blanks around, nothing else. 1 with the value in *out, 0 (nothing
  * written) when it is not one or does not fit in 64 bits. */
@@ -225,6 +225,7 @@ struct gc_comm {
   gc__switches_t sw;      /* in force: sw_init, then a loaded tune file's 'set' lines */
   gc__switches_t sw_init; /* the built-in values, then GC_SWITCHES */
   int cc_major;           /* compute capability of the GPU (9: clusters, PDL); 0 on host-only ranks */
+  int multimem_asked;     /* GC_MULTIMEM=1 (multicast is set up only then, with no kill switch set) */
   int pdl;                /* from GC_PDL: 1 on, 0 off (options.pdl == 0 takes this); -1 until the device is known */
   int timeout_ms;
   int check_calls;        /* a gc__check_level_t from GC_CHECK_CALLS, the most any rank asks */

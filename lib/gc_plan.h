@@ -59,7 +59,7 @@ typedef struct gc__facts {
   int max_blocks;        /* GC_MAX_BLOCKS; 0 = none */
   size_t staging_bytes;  /* per rank */
   int ce_inbox_fits;     /* the copy-engine reduce-scatter's inboxes fit the staging area */
-  int multimem_ready;
+  int multimem_asked, multimem_ready; /* GC_MULTIMEM=1; set up (else why says why not) */
   const char *multimem_why;
   gc__switches_t sw;
   const gc__tuned_t *tuned;

@@ -200,7 +200,7 @@ static int no(gc_comm_t comm, const driver_t *d, CUresult e, const char *what) {
  * are the same on every rank (p2p_ready and the size are agreed). */
 static int multimem_refused(gc_comm_t comm) {
   gc__multimem_t *mm = &comm->mm;
-  if (gc__param_int(GC_PARAM_MULTIMEM) != 1) {
+  if (!comm->multimem_asked) {
     snprintf(mm->why, sizeof mm->why, "GC_MULTIMEM is not 1");
     return 1;
   }

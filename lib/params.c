@@ -48,8 +48,8 @@ gc_result_t gc__param_word(gc__param_t id, const char *const words[], int n, int
   return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s: use %s", rows[id].env, v, list);
 }
 
-/* The whole text must be the number: strtoll alone stopped at what it did not take, so
- * GC_TIMEOUT_MS=1e5 was 1 ms; and its base 0 read "010" as 8 and "08" as 0, so decimal it is
+/* The whole text must be the number: strtoll alone stops at what it does not take (it would make
+ * GC_TIMEOUT_MS=1e5 1 ms), and its base 0 reads "010" as 8 and "08" as 0, so decimal it is
  * unless 0x says hex. Blanks the shell may leave around it are skipped. */
 int gc__parse_int(const char *s, int64_t *out) {
   while (*s == ' ' || *s == '\t') s++;
@@ -78,24 +78,23 @@ int gc__parse_int(const char *s, int64_t *out) {
   return 1;
 }
 
-gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value) {
+gc_result_t gc__param_range64(gc__param_t id, int64_t lo, int64_t hi, int64_t *value) {
   int64_t v = 0;
   if (!gc__parse_int(gc__param_str(id), &v))
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s is not an integer: use %d to %d", rows[id].env,
-                   gc__param_str(id), lo, hi);
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%s is not an integer: use %lld to %lld", rows[id].env,
+                   gc__param_str(id), (long long)lo, (long long)hi);
   if (v < lo || v > hi)
-    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%lld: use %d to %d", rows[id].env, (long long)v, lo, hi);
-  *value = (int)v;
+    return GC_FAIL(NULL, GC_ERR_INVALID_ARGUMENT, "%s=%lld: use %lld to %lld", rows[id].env, (long long)v,
+                   (long long)lo, (long long)hi);
+  *value = v;
   return GC_SUCCESS;
 }
 
-int64_t gc__param_int(gc__param_t id) {
-  const char *s = gc__param_str(id);
+gc_result_t gc__param_range(gc__param_t id, int lo, int hi, int *value) {
   int64_t v = 0;
-  if (gc__parse_int(s, &v)) return v;
-  /* Not an integer where one is expected: the default is, so fall back to it loudly. */
-  GC_WARN(GC_SUB_INIT, "%s=%s is not an integer; using %s", rows[id].env, s, rows[id].def);
-  return gc__parse_int(rows[id].def, &v) ? v : 0;
+  GC_CHECK(gc__param_range64(id, lo, hi, &v));
+  *value = (int)v;
+  return GC_SUCCESS;
 }
 
 #define GC__ROW_FORMAT "%-20s %-12s %-12s %s\n"

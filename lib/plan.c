@@ -46,7 +46,7 @@ static gc_result_t refuse_multimem(const gc__facts_t *f, const gc__call_t *c) {
   if (gc__multicast_kill_switch(&which))
     return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED,
                    "multimem refused: %s is set, the operator's NVLink multicast kill switch", which);
-  if (gc__param_int(GC_PARAM_MULTIMEM) != 1)
+  if (!f->multimem_asked)
     return GC_FAIL(f->comm, GC_ERR_UNSUPPORTED,
                    "multimem is off by default; it needs GC_MULTIMEM and a host whose operator allows multicast");
   if (!f->multimem_ready)

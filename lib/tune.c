@@ -14,7 +14,8 @@
 #include "gc_plan.h"
 
 /* What can be tried per collective, the two-stage broadcast (GC_ALGO_TWOSHOT) among them: no
- * row of the built-in table takes it, so measurement is how it gets chosen. gc__tune_candidates
+ * sm_90 row takes it (the default rows take it above 256 KB on 3+ GPUs), so on sm_90 measurement
+ * is how it gets chosen. gc__tune_candidates
  * keeps those the planner takes as asked for the tuner's call on this communicator. The fused
  * RMSNorm tries its three kernels; where none runs it composes the all-reduce, whose own rows
  * are tuned with the collectives. */

@@ -94,6 +94,17 @@ static void test_init_fails_on_every_rank(void) {
   CU_ASSERT_PTR_NULL(c);
   if (r == GC_SUCCESS) gc_comm_destroy(c);
 
+  /* A bad node size on one rank, refused before the node split: every rank answers at once. */
+  cfg.staging_bytes = 0;
+  cfg.local_size = gc_test_rank == 0 ? -1 : 1;
+  const double t_split = MPI_Wtime();
+  r = gc_comm_init(&c, MPI_COMM_WORLD, &cfg);
+  CU_ASSERT(MPI_Wtime() - t_split < 4.0);
+  CU_ASSERT_EQUAL(r, gc_test_rank == 0 ? GC_ERR_INVALID_ARGUMENT : GC_ERR_REMOTE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(NULL), gc_test_rank == 0 ? "local_size is -1" : "ranks per node"));
+  CU_ASSERT_PTR_NULL(c);
+  if (r == GC_SUCCESS) gc_comm_destroy(c);
+
   void *p = (void *)1;
   CU_ASSERT_EQUAL(gc_buffer_alloc(gc_test_comm, SIZE_MAX, gc_test_on_gpu, &p), GC_ERR_INVALID_ARGUMENT);
   CU_ASSERT_PTR_NOT_NULL(strstr(gc_comm_last_error(gc_test_comm), "more than any"));

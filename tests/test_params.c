@@ -1,4 +1,5 @@
 /* test_params.c — the parameter table: every GC_* knob listed once with its default and doc. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,12 +61,15 @@ static void test_values(void) {
     }
   }
   const char *chunk = getenv("GC_MPI_CHUNK_BYTES");
+  int value = -1;
   if (!chunk || !*chunk) {
-    CU_ASSERT_EQUAL(gc__param_int(GC_PARAM_MPI_CHUNK_BYTES), 4194304);
+    CU_ASSERT_EQUAL(gc__param_range(GC_PARAM_MPI_CHUNK_BYTES, 1, INT_MAX, &value), GC_SUCCESS);
+    CU_ASSERT_EQUAL(value, 4194304);
   }
   const char *mm = getenv("GC_MULTIMEM");
   if (!mm || !*mm) { /* off by default */
-    CU_ASSERT_EQUAL(gc__param_int(GC_PARAM_MULTIMEM), 0);
+    CU_ASSERT_EQUAL(gc__param_range(GC_PARAM_MULTIMEM, 0, 1, &value), GC_SUCCESS);
+    CU_ASSERT_EQUAL(value, 0);
   }
 }
 

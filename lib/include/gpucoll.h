@@ -633,8 +633,8 @@ GC_API const char *gc_plan_path_name(gc_plan_path_t path);
  * refuses a file made for another GPU count, anything gc_tune_save would not write, and a file
  * that does not end with its 'end <rows>' line or whose row count differs from it: a file cut at
  * any byte is refused with a message saying it is truncated, never loaded as a smaller table.
- * Files from before the end line are refused alike (they cannot be told from a truncated file);
- * make a new one with gc_autotune and gc_tune_save. gc_tune_reset goes back to the built-in table.
+ * A file without that line is refused alike, whatever wrote it (it cannot be told from a truncated
+ * one); make a new one with gc_autotune and gc_tune_save. gc_tune_reset goes back to the built-in table.
  * ------------------------------------------------------------------------------------------- */
 GC_API gc_result_t gc_autotune(gc_comm_t comm, size_t max_bytes, gc_dtype_t dtype);
 GC_API gc_result_t gc_tune_save(gc_comm_t comm, const char *path);
