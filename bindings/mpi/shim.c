@@ -2,7 +2,8 @@
  * and MPI_Bcast on device buffers served by gpucoll, everything else passed to the PMPI_ entry points unchanged.
  *
  * Route agreement (every rank of a call must take the same route): the call's arguments that MPI
- * requires to match (datatype, op, count, root, communicator) decide alike on every rank with no
+ * requires to match (datatype, op, count, root, communicator; for MPI_Bcast and MPI_Allgather the
+ * bytes these describe) decide alike on every rank with no
  * communication. What differs by rank (buffer kind, device, a failed gpucoll communicator) is
  * agreed with one PMPI_Allreduce(MPI_LAND) of "this rank can serve it" the first time this rank
  * sees a (communicator, buffer kind) pair; the answer is cached on the communicator and reused
@@ -237,7 +238,7 @@ static int copy_out(const char *name, MPI_Comm comm, void *dst, const void *src,
 
 /* A device buffer of at least `bytes` on the gpucoll communicator's device, kept for the next
  * call; NULL (and a message) when it cannot be had. */
-static void *scratch(shim_comm_t *sc, size_t bytes) {
+static void *scratch(const char *name, shim_comm_t *sc, size_t bytes) {
   if (sc->scratch_bytes >= bytes) return sc->scratch;
   depth++;
   gc_result_t r = sc->scratch ? gc_buffer_free(sc->gc, sc->scratch) : GC_SUCCESS;
@@ -246,8 +247,8 @@ static void *scratch(shim_comm_t *sc, size_t bytes) {
   depth--;
   if (r != GC_SUCCESS) {
     sc->scratch = NULL;
-    fprintf(stderr, "gpucoll-mpi: MPI_Reduce: scratch buffer of %zu bytes: %s: %s\n", bytes,
-            gc_result_name(r), gc_comm_last_error(sc->gc));
+    fprintf(stderr, "gpucoll-mpi: %s: scratch buffer of %zu bytes: %s: %s\n", name, bytes, gc_result_name(r),
+            gc_comm_last_error(sc->gc));
     return NULL;
   }
   sc->scratch_bytes = bytes;
@@ -280,7 +281,7 @@ GCM_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
   if (route == ROUTE_MPI) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   size_t bytes = (size_t)count * gc_dtype_size(dt);
   int direct = gcm_reduce_into_recv(at_root, recv, rdev, sc->device);
-  void *dst = direct ? recvbuf : scratch(sc, bytes);
+  void *dst = direct ? recvbuf : scratch("MPI_Reduce", sc, bytes);
   depth++;
   gc_result_t r = gc_allreduce(in_place ? recvbuf : sendbuf, dst, (size_t)count, dt, gop, sc->gc, NULL);
   depth--;
@@ -338,49 +339,151 @@ GCM_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int 
   return rc != -1 ? rc : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
 }
 
+/* ---- the calls without arithmetic: bytes ---------------------------------------------------
+ * MPI_Allgather and MPI_Bcast require only the type signatures of the ranks' (count, datatype)
+ * pairs to match, not the pairs themselves: the root may send 4 MPI_INT that another rank
+ * receives as one contiguous type of 4 MPI_INT. So their route is decided on what is the same on
+ * every rank, the bytes the pair describes, and gpucoll moves those bytes. A rank whose layout has
+ * gaps (a vector type, say) packs its elements into a device scratch buffer and unpacks them
+ * there, through host memory. A rank that cannot (no scratch memory, no packing) still joins the
+ * call, with no buffer: gpucoll refuses it there, as in MPI_Reduce. */
+
+/* A (count, datatype) pair as its bytes: how many, and whether they lie one after another from
+ * the buffer's start. 0 for a datatype MPI does not take (MPI reports it). */
+typedef struct layout {
+  size_t bytes;
+  int contiguous;
+  MPI_Aint true_lb, span; /* where the elements start and the bytes they cover */
+} layout_t;
+
+static int layout_of(int count, MPI_Datatype type, layout_t *out) {
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  if (count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0 ||
+      PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
+    return 0;
+  out->bytes = (size_t)count * (size_t)size;
+  out->contiguous = true_lb == 0 && true_extent == size && (count <= 1 || extent == size);
+  out->true_lb = true_lb;
+  out->span = count > 0 ? (MPI_Aint)(count - 1) * extent + true_extent : 0;
+  return 1;
+}
+
+/* Between `count` elements of `type` at `buf` (device memory) and `packed` (device memory, their
+ * bytes one after another), through host copies: MPI packs host memory only. Unpacking reads the
+ * span first, so that the bytes between elements stay as they are. MPI_Pack's format is the bytes
+ * themselves in a homogeneous job, which MPI_Pack_size confirms; anything else is refused. Says
+ * why it failed; the caller reports it to MPI. */
+static int repack(const char *name, MPI_Comm comm, void *buf, int count, MPI_Datatype type, const layout_t *L,
+                  void *packed, int unpack) {
+  int psize = -1, pos = 0, ok = PMPI_Pack_size(count, type, comm, &psize) == MPI_SUCCESS && (size_t)psize == L->bytes;
+  char *image = ok ? malloc((size_t)L->span + 1) : NULL, *flat = ok ? malloc(L->bytes + 1) : NULL;
+  char *span_at = (char *)buf + L->true_lb, *base = image ? image - L->true_lb : NULL; /* buf's place in image */
+  ok = image && flat && cudaMemcpy(image, span_at, (size_t)L->span, cudaMemcpyDeviceToHost) == cudaSuccess;
+  if (ok && !unpack)
+    ok = PMPI_Pack(base, count, type, flat, psize, &pos, comm) == MPI_SUCCESS &&
+         cudaMemcpy(packed, flat, L->bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+  if (ok && unpack)
+    ok = cudaMemcpy(flat, packed, L->bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+         PMPI_Unpack(flat, psize, &pos, base, count, type, comm) == MPI_SUCCESS &&
+         cudaMemcpy(span_at, image, (size_t)L->span, cudaMemcpyHostToDevice) == cudaSuccess;
+  free(image);
+  free(flat);
+  if (ok) return MPI_SUCCESS;
+  cudaGetLastError();
+  fprintf(stderr, "gpucoll-mpi: %s: cannot %s a datatype with gaps (packed size %d for %zu bytes)\n", name,
+          unpack ? "unpack" : "pack", psize, L->bytes);
+  return MPI_ERR_TYPE;
+}
+
+/* After a served call: the result unpacked from `packed` into the caller's layout. */
+static int unpack_result(const char *name, MPI_Comm comm, void *buf, int count, MPI_Datatype type, const layout_t *L,
+                         void *packed) {
+  int rc = repack(name, comm, buf, count, type, L, packed, 1);
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
+/* An all-gather of `block` bytes per rank. Contiguous layouts are gathered where they are; else
+ * this rank's block is packed into its place in a scratch buffer, gathered there in place and
+ * copied or unpacked into recvbuf. */
+static int allgather_bytes(MPI_Comm comm, shim_comm_t *sc, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           const layout_t *S, void *recvbuf, int recvcount, MPI_Datatype recvtype, const layout_t *R) {
+  static const char name[] = "MPI_Allgather";
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  const int in_place = sendbuf == MPI_IN_PLACE;
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(recvtype, &lb, &extent);
+  char *own = (char *)recvbuf + (size_t)rank * (size_t)recvcount * (size_t)extent; /* this rank's block */
+  gc_result_t r = GC_SUCCESS;
+  if (R->contiguous && (in_place || S->contiguous)) {
+    depth++;
+    r = gc_allgather(in_place ? own : sendbuf, recvbuf, R->bytes, GC_UINT8, sc->gc, NULL);
+    depth--;
+    return finish(name, comm, sc, r);
+  }
+  char *all = scratch(name, sc, (size_t)size * R->bytes), *mine = all ? all + (size_t)rank * R->bytes : NULL;
+  const int packed = mine && (in_place ? repack(name, comm, own, recvcount, recvtype, R, mine, 0)
+                                       : repack(name, comm, (void *)sendbuf, sendcount, sendtype, S, mine, 0)) ==
+                                 MPI_SUCCESS;
+  depth++;
+  r = gc_allgather(packed ? mine : NULL, packed ? all : NULL, R->bytes, GC_UINT8, sc->gc, NULL);
+  depth--;
+  int rc = finish(name, comm, sc, r);
+  if (rc != MPI_SUCCESS) return rc;
+  layout_t whole;
+  layout_of(size * recvcount, recvtype, &whole);
+  return R->contiguous ? copy_out(name, comm, recvbuf, all, whole.bytes)
+                       : unpack_result(name, comm, recvbuf, size * recvcount, recvtype, &whole, all);
+}
+
 GCM_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   if (depth) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   gcm_call_attrs_t a = GCM_CALL_ATTRS_INIT;
-  int sdev = -1, rdev = -1, rank = 0;
-  gc_dtype_t dt = GC_UINT8;
+  int sdev = -1, rdev = -1, size = 0;
+  layout_t S = {0, 1, 0, 0}, R = {0, 1, 0, 0};
   shim_comm_t *sc = NULL;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
   a.send = buf_kind(sendbuf, &sdev);
   a.recv = buf_kind(recvbuf, &rdev);
-  a.dtype_ok = gcm_dtype_of(recvtype, 0, &dt);
-  a.count_ok = recvcount > 0;
-  a.types_match = sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
+  a.dtype_ok = layout_of(recvcount, recvtype, &R) && (sendbuf == MPI_IN_PLACE || layout_of(sendcount, sendtype, &S));
+  a.count_ok = R.bytes > 0 && (size_t)size <= SIZE_MAX / R.bytes;
+  a.types_match = sendbuf == MPI_IN_PLACE || S.bytes == R.bytes;
   int route = choose_route("MPI_Allgather", recvcount, comm, &a, call_device(sdev, rdev), &sc);
   if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
   if (route == ROUTE_MPI) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  PMPI_Comm_rank(comm, &rank);
-  const void *src = sendbuf != MPI_IN_PLACE
-                        ? sendbuf
-                        : (const char *)recvbuf + (size_t)rank * recvcount * gc_dtype_size(dt);
-  depth++;
-  gc_result_t r = gc_allgather(src, recvbuf, (size_t)recvcount, dt, sc->gc, NULL);
-  depth--;
-  return finish("MPI_Allgather", comm, sc, r);
+  return allgather_bytes(comm, sc, sendbuf, sendcount, sendtype, &S, recvbuf, recvcount, recvtype, &R);
 }
 
 GCM_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (depth) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  static const char name[] = "MPI_Bcast";
   gcm_call_attrs_t a = GCM_CALL_ATTRS_INIT;
   int rdev = -1, rank = 0, size = 0;
-  gc_dtype_t dt = GC_UINT8;
+  layout_t L = {0, 1, 0, 0};
   shim_comm_t *sc = NULL;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
   a.recv = buf_kind(buffer, &rdev);
-  a.dtype_ok = gcm_dtype_of(datatype, 0, &dt);
-  a.count_ok = count > 0 && root >= 0 && root < size;
-  int route = choose_route("MPI_Bcast", count, comm, &a, rdev, &sc);
+  a.dtype_ok = layout_of(count, datatype, &L);
+  a.count_ok = L.bytes > 0 && root >= 0 && root < size;
+  int route = choose_route(name, count, comm, &a, rdev, &sc);
   if (route == ROUTE_REFUSED) return MPI_ERR_OTHER;
   if (route == ROUTE_MPI) return PMPI_Bcast(buffer, count, datatype, root, comm);
   PMPI_Comm_rank(comm, &rank);
+  char *data = L.contiguous ? buffer : scratch(name, sc, L.bytes);
+  if (data && rank == root && !L.contiguous && repack(name, comm, buffer, count, datatype, &L, data, 0) != MPI_SUCCESS)
+    data = NULL;
   depth++;
-  gc_result_t r = gc_broadcast(rank == root ? buffer : NULL, buffer, (size_t)count, dt, root, sc->gc, NULL);
+  gc_result_t r = gc_broadcast(rank == root ? data : NULL, data, L.bytes, GC_UINT8, root, sc->gc, NULL);
   depth--;
-  return finish("MPI_Bcast", comm, sc, r);
+  int rc = finish(name, comm, sc, r);
+  return rc == MPI_SUCCESS && rank != root && !L.contiguous
+             ? unpack_result(name, comm, buffer, count, datatype, &L, data)
+             : rc;
 }
 
 /* gpucoll communicators are destroyed while MPI still runs: the attributes of the two predefined

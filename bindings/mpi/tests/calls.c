@@ -246,6 +246,70 @@ static void bcast(MPI_Datatype t, size_t n) {
   dev_free(buf);
 }
 
+static double expected_at(size_t i, void *ctx) { return ((const double *)ctx)[i]; }
+
+/* n ints from init, in device memory when asked. */
+static void *ints(const int *init, size_t n) {
+  void *buf = dev_alloc(n * sizeof(int));
+  copy(buf, init, n * sizeof(int));
+  return buf;
+}
+
+/* n ints of buf against want (n doubles). */
+static void check_ints(const char *what, const void *buf, size_t n, const double *want) {
+  void *got = to_host(buf, n * sizeof(int));
+  report(what, got, MPI_INT, n, expected_at, (void *)want);
+  free(got);
+}
+
+/* MPI_Bcast with type signatures that match where the datatypes do not: the root's 4 MPI_INT as
+ * one contiguous type of 4 elsewhere; the root's vector of 3 ints with gaps (stride 2) as 3
+ * MPI_INT elsewhere; and the root's 3 MPI_INT as that vector elsewhere (the gaps keep -1). */
+static void bcast_signatures(MPI_Datatype four, MPI_Datatype strided) {
+  const int root = size - 1, at_root = rank == root;
+  int init[6];
+  double want[6];
+  for (int i = 0; i < 6; i++) init[i] = at_root ? 100 + i : -1;
+  for (int i = 0; i < 4; i++) want[i] = 100 + i;
+  void *buf = ints(init, 4);
+  CHECK_MPI(MPI_Bcast(buf, at_root ? 4 : 1, at_root ? MPI_INT : four, root, MPI_COMM_WORLD));
+  check_ints("bcast int x4 as contiguous x1", buf, 4, want);
+  dev_free(buf);
+  for (int i = 0; i < 3; i++) want[i] = 100 + 2 * i; /* the root's elements 0, 2, 4 */
+  buf = ints(init, 6);
+  CHECK_MPI(MPI_Bcast(buf, at_root ? 1 : 3, at_root ? strided : MPI_INT, root, MPI_COMM_WORLD));
+  check_ints("bcast vector as int x3", buf, at_root ? 6 : 3, at_root ? (double[]){100, 101, 102, 103, 104, 105} : want);
+  dev_free(buf);
+  for (int i = 0; i < 6; i++) want[i] = at_root ? 100 + i : i % 2 ? -1 : 100 + i / 2;
+  buf = ints(init, 6);
+  CHECK_MPI(MPI_Bcast(buf, at_root ? 3 : 1, at_root ? MPI_INT : strided, root, MPI_COMM_WORLD));
+  check_ints("bcast int x3 as vector", buf, 6, want);
+  dev_free(buf);
+}
+
+/* MPI_Allgather alike: 4 MPI_INT on rank 0 as one contiguous type of 4 on the others; then 3
+ * MPI_INT sent by every rank, received as one vector (3 ints, stride 2, extent 5) per rank. */
+static void allgather_signatures(MPI_Datatype four, MPI_Datatype strided) {
+  enum { MOST = 64 };
+  if (size > MOST) return;
+  int mine[4], init[5 * MOST];
+  static double want[5 * MOST];
+  for (int i = 0; i < 4; i++) mine[i] = 10 * rank + i;
+  for (int i = 0; i < 5 * size; i++) init[i] = -1;
+  for (int i = 0; i < 4 * size; i++) want[i] = 10 * (i / 4) + i % 4;
+  void *send = ints(mine, 4), *recv = ints(init, 4 * (size_t)size);
+  MPI_Datatype t = rank == 0 ? MPI_INT : four;
+  CHECK_MPI(MPI_Allgather(send, rank == 0 ? 4 : 1, t, recv, rank == 0 ? 4 : 1, t, MPI_COMM_WORLD));
+  check_ints("allgather int x4 as contiguous x1", recv, 4 * (size_t)size, want);
+  dev_free(recv);
+  for (int i = 0; i < 5 * size; i++) want[i] = i % 5 == 1 || i % 5 == 3 ? -1 : 10 * (i / 5) + (i % 5) / 2;
+  recv = ints(init, 5 * (size_t)size);
+  CHECK_MPI(MPI_Allgather(send, 3, MPI_INT, recv, 1, strided, MPI_COMM_WORLD));
+  check_ints("allgather int x3 as vector", recv, 5 * (size_t)size, want);
+  dev_free(recv);
+  dev_free(send);
+}
+
 /* Calls the library passes through on any buffer: an op and a datatype gpucoll lacks, and a
  * communicator that is duplicated and freed (its attribute's delete callback runs). */
 static void pass_through(void) {
@@ -324,6 +388,15 @@ int main(int argc, char **argv) {
   reduce("long_long prod", MPI_LONG_LONG, MPI_PROD, 4099, size - 1, RECV_HOST);
   bcast(MPI_DOUBLE, 999);
   bcast(MPI_INT, 1);
+  MPI_Datatype four, strided;
+  CHECK_MPI(MPI_Type_contiguous(4, MPI_INT, &four));
+  CHECK_MPI(MPI_Type_vector(3, 1, 2, MPI_INT, &strided));
+  CHECK_MPI(MPI_Type_commit(&four));
+  CHECK_MPI(MPI_Type_commit(&strided));
+  bcast_signatures(four, strided);
+  allgather_signatures(four, strided);
+  MPI_Type_free(&four);
+  MPI_Type_free(&strided);
   pass_through();
   fclose(out);
   int all_failures = 0;
