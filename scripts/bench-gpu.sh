@@ -71,13 +71,13 @@ for np in ${NPS:-2 4}; do
   # --bind-to none: the ranks' host-side checks of 1 GB outputs use OpenMP over the node's cores.
   for coll in $colls; do
     run "$coll-${tag}x$np" -np "$np" --bind-to none "$bench" "$coll" --vs nccl -G 1 -d bfloat16 \
-      -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
+      -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 -a 3
   done
   # The mixed operations want both axes: TP 2 inside the node, DP over the rest of its GPUs.
   if [ "$np" -ge 4 ] && [ $(( np % 2 )) = 0 ]; then
     for coll in $mixed; do
       run "$coll-${tag}x$np" -np "$np" --bind-to none "$bench" "$coll" --local-tp 2 --local-dp $(( np / 2 )) \
-        --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1
+        --vs nccl -G 1 -d bfloat16 -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 -a 3
     done
   fi
   if [ ${#csvs[@]} -gt 1 ]; then
@@ -86,6 +86,7 @@ for np in ${NPS:-2 4}; do
   fi
 done
 echo "# plots: python3 scripts/plot_bench.py \$RESULTS/<name>.csv \$RESULTS/<name>.png" >> "$commands"
+echo "# into docs/data (then perf_doc.py tables and figures): python3 scripts/perf_doc.py import \$RESULTS/<name>.csv" >> "$commands"
 echo "# total $(( $(date +%s) - start_all )) s" >> "$commands"
 echo "bench-gpu.sh: results in $results (total $(( $(date +%s) - start_all )) s)"
 exit $failed

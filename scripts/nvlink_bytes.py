@@ -4,7 +4,7 @@ read from the driver's throughput counters (`nvidia-smi nvlink -gt d` for data p
 for payload plus protocol overhead) around gpucoll-bench runs.
 
 usage: scripts/nvlink_bytes.py [--np N] [--bench PATH] [--iters A,B] CASE...
-  CASE  COLL:SIZE[:BENCH_ARG,...], e.g. allreduce:256M or reducescatter:1G:-a,oneshot
+  CASE  COLL:SIZE[:BENCH_ARG,...], e.g. allreduce:256M or reducescatter:1G:--algo,oneshot
 
 Each case runs the bench four times: gpucoll alone and with --vs nccl, each with A and with B
 timed calls (graph replay, -c 0). Subtracting the A run from the B run cancels start-up traffic;
@@ -91,7 +91,7 @@ def report(lib, per_call, bytes_, us):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--np", type=int, default=4)
-    p.add_argument("--bench", default=os.path.join(os.path.dirname(__file__), "..", "build-gpu", "bench",
+    p.add_argument("--bench", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench",
                                                    "gpucoll-bench"))
     p.add_argument("--iters", default="10,40", help="A,B: timed calls of the two runs (B > A)")
     p.add_argument("cases", nargs="+")

@@ -921,7 +921,7 @@ static int m_time(lua_State *L) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * NCCL, loaded at run time by bench/nccl_loader.c, with the same collective signatures.
+ * NCCL, loaded at run time by bench/nccl/nccl_loader.c, with the same collective signatures.
  * ------------------------------------------------------------------------------------------- */
 #ifdef LGC_HAVE_NCCL
 static void note_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
