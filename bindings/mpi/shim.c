@@ -353,6 +353,7 @@ GCM_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int 
 typedef struct layout {
   size_t bytes;
   int contiguous;
+  MPI_Aint extent;        /* from one element to the next */
   MPI_Aint true_lb, span; /* where the elements start and the bytes they cover */
 } layout_t;
 
@@ -365,6 +366,7 @@ static int layout_of(int count, MPI_Datatype type, layout_t *out) {
     return 0;
   out->bytes = (size_t)count * (size_t)size;
   out->contiguous = true_lb == 0 && true_extent == size && (count <= 1 || extent == size);
+  out->extent = extent;
   out->true_lb = true_lb;
   out->span = count > 0 ? (MPI_Aint)(count - 1) * extent + true_extent : 0;
   return 1;
@@ -415,9 +417,7 @@ static int allgather_bytes(MPI_Comm comm, shim_comm_t *sc, const void *sendbuf, 
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   const int in_place = sendbuf == MPI_IN_PLACE;
-  MPI_Aint lb = 0, extent = 0;
-  PMPI_Type_get_extent(recvtype, &lb, &extent);
-  char *own = (char *)recvbuf + (size_t)rank * (size_t)recvcount * (size_t)extent; /* this rank's block */
+  char *own = (char *)recvbuf + (size_t)rank * (size_t)recvcount * (size_t)R->extent; /* this rank's block */
   gc_result_t r = GC_SUCCESS;
   if (R->contiguous && (in_place || S->contiguous)) {
     depth++;
@@ -445,7 +445,7 @@ GCM_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype se
   if (depth) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   gcm_call_attrs_t a = GCM_CALL_ATTRS_INIT;
   int sdev = -1, rdev = -1, size = 0;
-  layout_t S = {0, 1, 0, 0}, R = {0, 1, 0, 0};
+  layout_t S = {0, 1, 0, 0, 0}, R = {0, 1, 0, 0, 0};
   shim_comm_t *sc = NULL;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
   a.send = buf_kind(sendbuf, &sdev);
@@ -464,7 +464,7 @@ GCM_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int roo
   static const char name[] = "MPI_Bcast";
   gcm_call_attrs_t a = GCM_CALL_ATTRS_INIT;
   int rdev = -1, rank = 0, size = 0;
-  layout_t L = {0, 1, 0, 0};
+  layout_t L = {0, 1, 0, 0, 0};
   shim_comm_t *sc = NULL;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
   a.recv = buf_kind(buffer, &rdev);
